@@ -1,0 +1,75 @@
+"""Rich renderings of gate results and doctor facts for the CLI."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from klineage.gate.report import GateReport, Verdict
+
+__all__ = ["doctor_table", "gate_summary_table", "stage_table", "verdict_style"]
+
+_STYLE = {Verdict.ACCEPTED: "green", Verdict.SLOWER: "yellow"}
+
+
+def verdict_style(verdict: Verdict) -> str:
+    return _STYLE.get(verdict, "red")
+
+
+def _ms(seconds: float | None) -> str:
+    return f"{seconds * 1e3:.3f}" if seconds is not None else "-"
+
+
+def _num(value: float | None, fmt: str = ".1f") -> str:
+    return format(value, fmt) if value is not None else "-"
+
+
+def gate_summary_table(reports: Iterable[GateReport], title: str = "") -> Table:
+    """One row per gated kernel (reasons are printed below it: they are long)."""
+    table = Table(title=title or None, show_lines=False)
+    for column, justify in (("kernel", "left"), ("verdict", "left"), ("median ms", "right"),
+                            ("spread", "right"), ("GB/s", "right"), ("GFLOP/s", "right"),
+                            ("% of bound", "right"), ("gate s", "right")):
+        table.add_column(column, justify=justify, overflow="fold")
+    for r in reports:
+        timing, sol = r.timing, r.sol
+        fraction = sol.fraction * 100 if sol and sol.fraction else None
+        table.add_row(
+            r.kernel,
+            f"[{verdict_style(r.verdict)}]{r.verdict.value}[/]",
+            _ms(timing.median_s if timing else None),
+            f"{timing.spread * 100:.1f}%" if timing else "-",
+            _num(sol.achieved_gbps if sol else None),
+            _num(sol.achieved_gflops if sol else None),
+            _num(fraction) + (f" ({sol.limiter})" if sol and sol.limiter else ""),
+            f"{r.gate_seconds:.1f}",
+        )
+    return table
+
+
+def stage_table(report: GateReport) -> Table:
+    """One row per gate stage of a single report."""
+    table = Table(title=f"{report.workload} / {report.kernel} on {report.platform}"
+                        f" ({report.threads} threads)")
+    table.add_column("stage")
+    table.add_column("ok")
+    table.add_column("s", justify="right")
+    table.add_column("detail", overflow="fold")
+    for stage in report.stages:
+        mark = "[green]yes[/]" if stage.ok else "[red]no[/]"
+        table.add_row(stage.name, mark, f"{stage.seconds:.2f}", escape(stage.detail))
+    return table
+
+
+def doctor_table(facts: dict[str, Any]) -> Table:
+    table = Table(title="klineage doctor", show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("value", overflow="fold")
+    for key, value in facts.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}={v}" for k, v in value.items())
+        table.add_row(key, str(value))
+    return table

@@ -1,0 +1,104 @@
+"""A content-hash build cache that is safe under concurrent builds.
+
+Each build runs in a private temporary folder and is published with one atomic rename, under a
+per-key file lock so two processes never compile the same thing at once. A failed compile is
+cached too: the same sources and flags fail the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from klineage.backends.base import BuildResult
+from klineage.errors import ToolchainError
+from klineage.settings import cache_dir
+
+__all__ = ["ARTIFACT_NAME", "cached_build", "parse_nm_undefined", "run_tool"]
+
+ARTIFACT_NAME = "kernel.so"
+
+
+def run_tool(command: Sequence[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run a compiler or binutils command; a missing tool is a ToolchainError."""
+    try:
+        return subprocess.run(list(command), capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError as exc:
+        raise ToolchainError(f"{command[0]}: not found on PATH") from exc
+
+
+def parse_nm_undefined(text: str) -> set[str]:
+    """Symbol names from ``nm -D -C --undefined-only --format=posix`` output.
+
+    Demangled C++ names contain spaces, so the type letter is found from the right.
+    """
+    names = set()
+    for line in text.splitlines():
+        match = re.match(r"^(.*?) [UuvwV](?: |$)", line)
+        if match:
+            names.add(match.group(1).split("@")[0])
+    return names
+
+
+def cached_build(
+    backend: str,
+    fingerprint: str,
+    command_for: Callable[[Path], Sequence[str]],
+    resources_from_log: Callable[[str], dict[str, Any]] | None = None,
+    timeout: float = 300,
+) -> BuildResult:
+    """Build once per fingerprint. ``command_for(out_path)`` gives the compiler command."""
+    final = cache_dir() / "build" / backend / fingerprint[:2] / fingerprint
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(final) + ".lock"):
+        if (final / "meta.json").is_file():
+            return _load(final, fingerprint)
+        started = time.perf_counter()
+        scratch = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
+        try:
+            command = [str(c) for c in command_for(scratch / ARTIFACT_NAME)]
+            try:
+                proc = run_tool(command, timeout=timeout)
+                ok, log = proc.returncode == 0, (proc.stdout + proc.stderr).strip()
+            except subprocess.TimeoutExpired:
+                ok, log = False, f"compiler timed out after {timeout:.0f} s"
+            resources = resources_from_log(log) if (ok and resources_from_log) else {}
+            meta = {
+                "ok": ok and (scratch / ARTIFACT_NAME).is_file(),
+                "log": log,
+                "command": command,
+                "seconds": time.perf_counter() - started,
+                "resources": resources,
+            }
+            (scratch / "meta.json").write_text(json.dumps(meta, indent=1))
+            if final.exists():  # a half-written entry from a killed process
+                shutil.rmtree(final)
+            os.replace(scratch, final)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        result = _load(final, fingerprint)
+        return BuildResult(**{**result.__dict__, "cached": False})
+
+
+def _load(folder: Path, fingerprint: str) -> BuildResult:
+    meta = json.loads((folder / "meta.json").read_text())
+    return BuildResult(
+        ok=meta["ok"],
+        artifact=folder / ARTIFACT_NAME if meta["ok"] else None,
+        log=meta["log"],
+        command=tuple(meta["command"]),
+        fingerprint=fingerprint,
+        cached=True,
+        seconds=meta["seconds"],
+        resources=meta.get("resources", {}),
+    )

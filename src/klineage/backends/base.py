@@ -1,0 +1,133 @@
+"""The Backend seam: what the gate needs from a compiler + device, and nothing more.
+
+A backend has two halves. The parent half (``Backend``) builds kernels, lists what a built
+artifact imports, and reports the platform and its measured ceilings. The worker half
+(``Device``) lives inside the gate's isolated worker process: it moves buffers, launches,
+synchronises, times and flushes caches. ``gate/`` only ever talks to these two protocols.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from klineage.workload.model import KernelSpec
+
+__all__ = ["Backend", "BuildResult", "Ceilings", "Device", "LaunchFn"]
+
+LaunchFn = Callable[[Sequence[int], Sequence[int], Sequence[int], Sequence[float]], int]
+"""kl_launch bound to a device: (input ptrs, output ptrs, axes, params) -> return code."""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """The outcome of compiling one kernel (a failed compile is a result, not an error)."""
+
+    ok: bool
+    artifact: Path | None
+    log: str
+    command: tuple[str, ...]
+    fingerprint: str
+    """Hash of sources + flags + toolchain + target: the build-cache key."""
+    cached: bool = False
+    seconds: float = 0.0
+    resources: dict[str, Any] = field(default_factory=dict)
+    """Compiler resource report (CUDA: registers, spills, shared memory, stack)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["artifact"] = str(self.artifact) if self.artifact else None
+        return data
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    """Measured limits of one platform at one thread count; the speed-of-light denominators."""
+
+    platform: str
+    bandwidth_gbps: float
+    """Copy bandwidth, bytes read + written per second, on a working set past the caches."""
+    compute_gflops: float
+    """Peak measured arithmetic rate (CPU: fp32 FMA; GPU: bf16 tensor-core matmul)."""
+    cache_bytes: int
+    """Last-level cache size: a working set under 2x this may beat the DRAM bandwidth honestly."""
+    threads: int | None = None
+    measured_at: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class Device(Protocol):
+    """Worker-side operations on one device. Buffers are opaque to the gate."""
+
+    torch_device: str
+    """Where torch-framework references run ('cpu' or 'cuda')."""
+
+    def upload(self, array: np.ndarray) -> Any:
+        """A new device buffer holding a copy of ``array``."""
+
+    def write(self, buffer: Any, array: np.ndarray) -> None:
+        """Overwrite an existing buffer's contents (same shape and dtype)."""
+
+    def download(self, buffer: Any) -> np.ndarray:
+        """A host copy of a buffer."""
+
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        """A new, uninitialised buffer."""
+
+    def fill(self, buffer: Any, value: float | int, bytewise: bool = False) -> None:
+        """Poison a buffer (``bytewise``: every byte set to ``value``)."""
+
+    def pointer(self, buffer: Any) -> int:
+        """The address handed to kl_launch."""
+
+    def load(self, artifact: Path, entry: str) -> LaunchFn:
+        """Load a built kernel and bind its entry point to this device's stream."""
+
+    def synchronize(self) -> None:
+        """Wait for all work on the device (not just the stream)."""
+
+    def time_call(self, call: Callable[[], int]) -> tuple[float, float, int]:
+        """Run ``call`` once: (device seconds on the stream, wall seconds to full sync, rc)."""
+
+    def flush_cache(self) -> None:
+        """Evict the caches so a timed sample starts cold."""
+
+
+class Backend(Protocol):
+    """Parent-side operations: build, inspect, describe the platform."""
+
+    name: str
+
+    def unavailable_reason(self) -> str | None:
+        """None when usable here, else one line saying why not."""
+
+    def platform(self) -> str:
+        """e.g. 'cpu-x86_64-avx512' or 'nvidia-sm90-cuda13.0'."""
+
+    def toolchain(self) -> dict[str, str]:
+        """Compiler versions etc.; part of every fingerprint."""
+
+    def build(self, kernel: KernelSpec) -> BuildResult:
+        """Compile (or fetch from the build cache)."""
+
+    def imported_symbols(self, artifact: Path) -> set[str]:
+        """Undefined dynamic symbols of a built artifact, for the static check."""
+
+    def ceilings(self, threads: int | None, remeasure: bool = False) -> Ceilings:
+        """Measured once per machine and cached."""
+
+    def default_threads(self, kernel: KernelSpec) -> int | None:
+        """The thread count a kernel is timed with when none is asked for."""
+
+    def worker_env(self, threads: int | None) -> dict[str, str]:
+        """Environment variables the worker process needs (thread counts, ...)."""
+
+    def address_space_limit_ok(self) -> bool:
+        """Whether RLIMIT_AS can cap the worker (not with CUDA, which reserves huge ranges)."""
+
+    def open_device(self, threads: int | None) -> Device:
+        """Called inside the worker."""

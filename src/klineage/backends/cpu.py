@@ -1,0 +1,259 @@
+"""CPU backend: C/C++ kernels built by gcc/clang into shared objects, called through ctypes."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import platform as _platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from klineage import settings
+from klineage.backends._build_cache import cached_build, parse_nm_undefined, run_tool
+from klineage.backends.base import BuildResult, Ceilings
+from klineage.errors import ToolchainError
+from klineage.workload.model import KernelSpec
+
+__all__ = ["CpuBackend", "CpuDevice"]
+
+_BASE_FLAGS = ("-O3", "-march=native", "-fPIC", "-shared")
+_STD = {"c": "-std=gnu11", "cpp": "-std=gnu++17"}
+_ALIGN = 64  # a cache line: what an AVX-512 kernel may reasonably expect of its buffers
+_PROBE = Path(__file__).with_name("_cpu_probe.c")
+
+
+class CpuBackend:
+    """Builds C and C++ kernels for this CPU; timing threads are explicit and recorded."""
+
+    name = "cpu"
+
+    def unavailable_reason(self) -> str | None:
+        try:
+            self.toolchain()
+        except ToolchainError as exc:
+            return str(exc)
+        return None
+
+    def platform(self) -> str:
+        return f"cpu-{_platform.machine()}-{_simd_level()}"
+
+    def toolchain(self) -> dict[str, str]:
+        return _toolchain(settings.c_compiler(), settings.cxx_compiler())
+
+    def build(self, kernel: KernelSpec) -> BuildResult:
+        if kernel.language not in _STD:
+            raise ToolchainError(f"the cpu backend builds C and C++ kernels, not {kernel.language}")
+        compiler = settings.c_compiler() if kernel.language == "c" else settings.cxx_compiler()
+        key = hashlib.sha256(
+            "\0".join([kernel.source_hash(), json.dumps(self.toolchain()), self.platform(),
+                       _cpu_model(), *_BASE_FLAGS]).encode()
+        ).hexdigest()
+
+        def command(out: Path) -> list[str]:
+            return [compiler, *_BASE_FLAGS, _STD[kernel.language], *kernel.flags,
+                    str(kernel.source), "-o", str(out), "-lm"]
+
+        return cached_build(self.name, key, command)
+
+    def imported_symbols(self, artifact: Path) -> set[str]:
+        proc = run_tool(["nm", "-D", "-C", "--undefined-only", "--format=posix", str(artifact)])
+        if proc.returncode != 0:
+            raise ToolchainError(f"nm failed on {artifact}: {proc.stderr.strip()}")
+        return parse_nm_undefined(proc.stdout)
+
+    def default_threads(self, kernel: KernelSpec) -> int | None:
+        return kernel.threads or len(os.sched_getaffinity(0))
+
+    def worker_env(self, threads: int | None) -> dict[str, str]:
+        count = str(threads or 1)
+        # The reference's BLAS gets the same count, so it never competes with the kernel.
+        # No OMP_PROC_BIND: on shared 2-vCPU machines pinning was measured to halve throughput.
+        return {"OMP_NUM_THREADS": count, "OPENBLAS_NUM_THREADS": count, "MKL_NUM_THREADS": count}
+
+    def address_space_limit_ok(self) -> bool:
+        return True
+
+    def open_device(self, threads: int | None) -> CpuDevice:
+        return CpuDevice()
+
+    def ceilings(self, threads: int | None, remeasure: bool = False) -> Ceilings:
+        count = threads or 1
+        path = settings.cache_dir() / "ceilings" / f"{self.platform()}-{_machine_key()}-t{count}.json"
+        if path.is_file() and not remeasure:
+            return Ceilings(**json.loads(path.read_text()))
+        ceilings = self._measure(count)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(ceilings.__dict__, indent=1))
+        os.replace(tmp, path)
+        return ceilings
+
+    def _measure(self, threads: int) -> Ceilings:
+        probe = KernelSpec(name="probe", source=_PROBE, language="c", flags=("-fopenmp",))
+        built = self.build(probe)
+        if not built.ok:
+            raise ToolchainError(f"could not build the CPU ceiling probe:\n{built.log}")
+        script = (
+            "import ctypes, json, sys\n"
+            "lib = ctypes.CDLL(sys.argv[1])\n"
+            "lib.kl_copy_gbps.restype = lib.kl_fma_gflops.restype = ctypes.c_double\n"
+            "lib.kl_copy_gbps.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_int]\n"
+            "lib.kl_fma_gflops.argtypes = [ctypes.c_long]\n"
+            "bw = max(lib.kl_copy_gbps(128 << 20, 3, 12) for _ in range(2))\n"
+            "fl = max(lib.kl_fma_gflops(4_000_000) for _ in range(3))\n"
+            "print(json.dumps([bw, fl]))\n"
+        )
+        env = {**os.environ, **self.worker_env(threads)}
+        proc = subprocess.run([sys.executable, "-c", script, str(built.artifact)], env=env,
+                              capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            raise ToolchainError(f"the CPU ceiling probe failed: {proc.stderr.strip()[-500:]}")
+        bandwidth, gflops = json.loads(proc.stdout)
+        return Ceilings(
+            platform=self.platform(),
+            bandwidth_gbps=bandwidth,
+            compute_gflops=gflops,
+            cache_bytes=_last_level_cache_bytes(),
+            threads=threads,
+            measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            details={"cpu": _cpu_model(), "copy": "memcpy, 3 x 128 MiB pairs rotated",
+                     "compute": "fp32 FMA, 12 chains x 16 lanes per thread"},
+        )
+
+
+class CpuDevice:
+    """Buffers are 64-byte aligned numpy arrays; timing is the host clock around the call."""
+
+    torch_device = "cpu"
+
+    def __init__(self) -> None:
+        self._flush = np.ones(2 * _per_core_cache_bytes() // 8, dtype=np.float64)
+
+    def upload(self, array: np.ndarray) -> np.ndarray:
+        buffer = self.empty(array.shape, array.dtype)
+        buffer[...] = array
+        return buffer
+
+    def write(self, buffer: np.ndarray, array: np.ndarray) -> None:
+        buffer[...] = array
+
+    def download(self, buffer: np.ndarray) -> np.ndarray:
+        return buffer.copy()
+
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        raw = np.empty(nbytes + _ALIGN, dtype=np.uint8)
+        start = -raw.ctypes.data % _ALIGN
+        return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+    def fill(self, buffer: np.ndarray, value: float | int, bytewise: bool = False) -> None:
+        if bytewise:
+            buffer.view(np.uint8).fill(value)
+        else:
+            buffer.fill(value)
+
+    def pointer(self, buffer: np.ndarray) -> int:
+        return buffer.ctypes.data
+
+    def load(self, artifact: Path, entry: str) -> Callable[..., Callable[[], int]]:
+        function = getattr(ctypes.CDLL(str(artifact)), entry)
+        function.argtypes = [ctypes.c_void_p] * 5
+        function.restype = ctypes.c_int
+
+        def bind(ins: Sequence[int], outs: Sequence[int], axes: Sequence[int],
+                 params: Sequence[float]) -> Callable[[], int]:
+            args = ((ctypes.c_void_p * max(len(ins), 1))(*ins),
+                    (ctypes.c_void_p * max(len(outs), 1))(*outs),
+                    (ctypes.c_int64 * max(len(axes), 1))(*axes),
+                    (ctypes.c_double * max(len(params), 1))(*params), None)
+            return lambda: function(*args)
+
+        return bind
+
+    def synchronize(self) -> None:
+        pass
+
+    def time_call(self, call: Callable[[], int]) -> tuple[float, float, int]:
+        start = time.perf_counter()
+        rc = call()
+        elapsed = time.perf_counter() - start
+        return elapsed, elapsed, rc
+
+    def flush_cache(self) -> None:
+        # Private caches only; the shared last-level cache is handled by rotating input sets.
+        self._flush += 1.0
+
+
+@cache
+def _toolchain(cc: str, cxx: str) -> dict[str, str]:
+    versions = {}
+    for role, tool in (("cc", cc), ("cxx", cxx)):
+        proc = run_tool([tool, "--version"])
+        versions[role] = proc.stdout.splitlines()[0] if proc.returncode == 0 else "unavailable"
+    if versions["cc"] == "unavailable":
+        raise ToolchainError(f"C compiler {cc!r} does not run")
+    return versions
+
+
+@cache
+def _cpu_flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    line = next((ln for ln in text.splitlines() if ln.startswith(("flags", "Features"))), "")
+    return set(line.partition(":")[2].split())
+
+
+def _simd_level() -> str:
+    flags = _cpu_flags()
+    for name in ("avx512f", "avx2", "avx", "sse2", "asimd"):
+        if name in flags:
+            return {"avx512f": "avx512", "asimd": "neon"}.get(name, name)
+    return "scalar"
+
+
+@cache
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return _platform.processor() or "unknown"
+
+
+def _machine_key() -> str:
+    return hashlib.sha256(f"{_platform.node()}|{_cpu_model()}".encode()).hexdigest()[:10]
+
+
+def _cache_size(level: int, default: int) -> int:
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    for index in sorted(base.glob("index*")) if base.is_dir() else []:
+        try:
+            if int((index / "level").read_text()) == level and "Instruction" not in (index / "type").read_text():
+                text = (index / "size").read_text().strip()
+                scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1], 1)
+                return int(text.rstrip("KMG")) * scale
+        except (OSError, ValueError):
+            continue
+    return default
+
+
+def _last_level_cache_bytes() -> int:
+    return _cache_size(3, 0) or _cache_size(2, 8 << 20)
+
+
+def _per_core_cache_bytes() -> int:
+    return _cache_size(2, 2 << 20)

@@ -1,0 +1,155 @@
+"""The klineage command line: parse, call one library function, render (rich) or --json."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from klineage import __version__
+from klineage._render import doctor_table, gate_summary_table, stage_table, verdict_style
+from klineage.errors import ConfigError, KlineageError
+
+app = typer.Typer(
+    name="klineage",
+    help="Learn when a kernel optimization is sound, under one compile/correctness/profile gate.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"klineage {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Show the version and exit.")] = False,
+) -> None:
+    """klineage: verified optimization skills from expert kernel lineages."""
+
+
+def _parse_memory(text: str) -> int:
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    try:
+        scale = units.get(text[-1].lower(), 1)
+        return int(float(text.rstrip("kKmMgGbB") if scale > 1 else text) * scale)
+    except (ValueError, IndexError):
+        raise ConfigError(f"--memory: expected a size such as 8G or 512M, got {text!r}") from None
+
+
+@app.command()
+def gate(
+    workload: Annotated[Path, typer.Argument(help="Workload folder (holds workload.toml).")],
+    kernel: Annotated[str | None, typer.Argument(
+        help="Variant name under kernels/, or a path to a kernel folder or file. "
+             "Omit to gate every variant.")] = None,
+    against: Annotated[str | None, typer.Option(
+        help="Baseline kernel: accept only if faster by the paired comparison.")] = None,
+    threads: Annotated[int | None, typer.Option(min=1, help="CPU threads to time with.")] = None,
+    timeout: Annotated[float, typer.Option(
+        min=1, help="Seconds without progress before a candidate counts as hung.")] = 60.0,
+    memory: Annotated[str, typer.Option(help="Worker memory cap where enforceable.")] = "8G",
+    no_profile: Annotated[bool, typer.Option("--no-profile", help="Correctness only.")] = False,
+    seed: Annotated[int | None, typer.Option(
+        help="Fix the secret seed (only to reproduce a failure).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the gate on one kernel (or all of a workload's variants)."""
+    from klineage.gate import GateOptions, Limits, run_gate
+    from klineage.workload import load_kernel, load_workload
+
+    loaded = load_workload(workload)
+    names = [kernel] if kernel else loaded.kernel_variants()
+    if not names:
+        raise ConfigError(f"{workload}: no kernels/ variants to gate; name a kernel path")
+    kernels = [load_kernel(loaded, name) for name in names]
+    baseline = load_kernel(loaded, against) if against else None
+    options = GateOptions(threads=threads, profile=not no_profile, secret_seed=seed,
+                          limits=Limits(stall_s=timeout, memory_bytes=_parse_memory(memory)))
+    reports = []
+    with console.status("", spinner="dots") as status:
+        for spec in kernels:
+            def show(stage: str, detail: str, name: str = spec.name) -> None:
+                status.update(f"[bold]{loaded.name}/{name}[/] {stage}: {detail}")
+
+            reports.append(run_gate(loaded, spec, options=options, against=baseline,
+                                    on_progress=None if as_json else show))
+    if as_json:
+        payload = [r.model_dump(mode="json") for r in reports]
+        print(json.dumps(payload[0] if kernel else payload, indent=2))
+    elif kernel:
+        report = reports[0]
+        console.print(stage_table(report))
+        console.print(gate_summary_table(reports))
+        style = verdict_style(report.verdict)
+        console.print(Text.assemble("verdict: ", (report.verdict.value, style), f" — {report.reason}"))
+    else:
+        console.print(gate_summary_table(reports, title=f"{loaded.name} on {reports[0].platform}"))
+        for report in reports:
+            if not report.accepted:
+                console.print(Text.assemble(f"{report.kernel}: ", (report.verdict.value,
+                              verdict_style(report.verdict)), f" — {report.reason}"))
+    if any(not r.accepted for r in reports):
+        raise typer.Exit(1)
+
+
+@app.command()
+def doctor(
+    threads: Annotated[int | None, typer.Option(min=1, help="Thread count for CPU ceilings.")] = None,
+    remeasure: Annotated[bool, typer.Option(help="Measure the ceilings again.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Report compilers, cores, SIMD, GPU presence and measured ceilings."""
+    from klineage.doctor import doctor as collect
+
+    with console.status("measuring ceilings (first run only)…"):
+        facts = collect(threads=threads, remeasure=remeasure)
+    if as_json:
+        print(json.dumps(facts, indent=2))
+    else:
+        console.print(doctor_table(facts))
+
+
+@app.command()
+def demo(
+    examples: Annotated[Path | None, typer.Option(
+        help="Folder of CPU example workloads (default: the checkout's examples/workloads/cpu).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The offline pipeline on the bundled CPU workloads (today: gate naive and expert)."""
+    from klineage.demo import run_demo
+
+    with console.status("", spinner="dots") as status:
+        result = run_demo(examples, on_progress=None if as_json else
+                          (lambda what: status.update(what)))
+    if as_json:
+        print(json.dumps(result.to_json(), indent=2))
+        return
+    console.print(result.table())
+    for line in result.notes():
+        console.print(line)
+    if not result.all_accepted():
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    """Console entry: klineage errors become one red line and exit status 2."""
+    try:
+        app()
+    except KlineageError as exc:
+        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), highlight=False)
+        sys.exit(2)

@@ -1,0 +1,53 @@
+"""klineage's own errors, as one tree.
+
+    KlineageError                 every error klineage raises on purpose
+    ├── WorkloadError             a workload folder, workload.toml, reference.py or kernel is wrong
+    │   └── DegenerateWorkloadError   the reference cannot tell right from wrong answers
+    ├── ConfigError               a command-line value or configuration entry is wrong
+    ├── ToolchainError            a compiler or tool klineage needs is missing or broken
+    ├── BackendUnavailableError   the backend cannot run here (no GPU, no torch, ...)
+    └── WorkerError               the gate's worker process broke in a way no candidate caused
+
+A candidate kernel that fails (does not compile, is wrong, crashes, hangs, cheats) is *not* an
+error: it is a verdict in a GateReport (see ``klineage.gate.report.Verdict``).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendUnavailableError",
+    "ConfigError",
+    "DegenerateWorkloadError",
+    "KlineageError",
+    "ToolchainError",
+    "WorkerError",
+    "WorkloadError",
+]
+
+
+class KlineageError(Exception):
+    """Base of every error klineage raises on purpose; the CLI prints it as one red line."""
+
+
+class WorkloadError(KlineageError):
+    """A workload folder, its TOML, its reference or a kernel path is wrong."""
+
+
+class DegenerateWorkloadError(WorkloadError):
+    """The reference output is constant, ~zero, or ignores an input: no check could fail."""
+
+
+class ConfigError(KlineageError):
+    """A command-line value or configuration entry is wrong."""
+
+
+class ToolchainError(KlineageError):
+    """A compiler or tool that klineage needs is missing or broken."""
+
+
+class BackendUnavailableError(KlineageError):
+    """The backend cannot run on this machine."""
+
+
+class WorkerError(KlineageError):
+    """The gate worker failed in a way that no candidate kernel caused (a klineage bug)."""

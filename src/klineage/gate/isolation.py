@@ -1,0 +1,143 @@
+"""Running the worker in its own process, with a stall timer, a total time limit and a memory
+cap, and turning every way it can die into data."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Limits", "WorkerOutcome", "run_worker"]
+
+_POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How long and how much a candidate may take before it becomes a verdict."""
+
+    stall_s: float = 60.0
+    """No progress line for this long is a hang (each kernel call reports before it starts)."""
+    total_s: float = 1800.0
+    memory_bytes: int | None = 8 << 30
+    """Address-space cap of the worker where the backend allows one (CPU), else None."""
+
+
+@dataclass
+class WorkerOutcome:
+    """What came back: a result dict, or how the worker died."""
+
+    status: str
+    """'result', 'timeout' or 'died'."""
+    result: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""
+    last_step: str = ""
+    log_tail: str = ""
+
+
+def run_worker(
+    job: dict[str, Any],
+    env: dict[str, str],
+    limits: Limits,
+    on_progress: Callable[[str, str], None] | None = None,
+) -> WorkerOutcome:
+    """Run one job in a fresh ``python -m klineage.gate.worker`` process group."""
+    with tempfile.TemporaryDirectory(prefix="klineage-worker-") as scratch:
+        folder = Path(scratch)
+        job = {**job, "progress": str(folder / "progress.jsonl"), "result": str(folder / "result.json")}
+        (folder / "job.json").write_text(json.dumps(job))
+        Path(job["progress"]).touch()
+        with open(folder / "worker.log", "wb") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "klineage.gate.worker", str(folder / "job.json")],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env={**os.environ, **env}, start_new_session=True,
+                preexec_fn=_limit_memory(limits.memory_bytes),
+            )
+            status, last = _watch(process, Path(job["progress"]), limits, on_progress)
+        log_tail = (folder / "worker.log").read_bytes()[-2000:].decode(errors="replace").strip()
+        result_path = Path(job["result"])
+        if status == "exited" and result_path.is_file():
+            return WorkerOutcome("result", json.loads(result_path.read_text()), last_step=last,
+                                 log_tail=log_tail)
+        if status == "timeout":
+            return WorkerOutcome("timeout", reason=_timeout_reason(limits, last), last_step=last,
+                                 log_tail=log_tail)
+        return WorkerOutcome("died", reason=_death_reason(process.returncode, limits, log_tail),
+                             last_step=last, log_tail=log_tail)
+
+
+def _limit_memory(limit: int | None) -> Callable[[], None] | None:
+    if limit is None:
+        return None
+
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return apply
+
+
+def _watch(process: subprocess.Popen, progress: Path, limits: Limits,
+           on_progress: Callable[[str, str], None] | None) -> tuple[str, str]:
+    started = last_change = time.monotonic()
+    seen, last = 0, ""
+    while True:
+        try:
+            process.wait(timeout=_POLL_S)
+            status = "exited"
+        except subprocess.TimeoutExpired:
+            status = ""
+        lines = progress.read_text().splitlines()
+        for line in lines[seen:]:
+            try:
+                step = json.loads(line)
+            except json.JSONDecodeError:
+                break  # a half-written line: read it whole next time
+            seen += 1
+            last = f"{step['stage']}: {step['detail']}"
+            last_change = time.monotonic()
+            if on_progress:
+                on_progress(step["stage"], step["detail"])
+        if status:
+            return ("exited" if process.returncode == 0 else "died"), last
+        now = time.monotonic()
+        if now - last_change > limits.stall_s or now - started > limits.total_s:
+            _kill_group(process)
+            return "timeout", last
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
+
+
+def _timeout_reason(limits: Limits, last: str) -> str:
+    where = f" during '{last}'" if last else ""
+    return (f"no progress for {limits.stall_s:g} s{where} (a hang, or a call slower than the "
+            f"stall limit; raise it with --timeout)")
+
+
+def _death_reason(returncode: int | None, limits: Limits, log_tail: str) -> str:
+    if returncode is not None and returncode < 0:
+        name = signal.Signals(-returncode).name
+        reason = f"the worker was killed by {name}"
+    else:
+        reason = f"the worker exited with status {returncode} without a result"
+    lowered = log_tail.lower()
+    if limits.memory_bytes and ("memoryerror" in lowered or "cannot allocate" in lowered
+                                or "bad_alloc" in lowered):
+        reason += f" (out of memory: the limit is {limits.memory_bytes / 2**30:.1f} GiB)"
+    last_line = log_tail.splitlines()[-1] if log_tail else ""
+    return f"{reason}; last output: {last_line[:200]}" if last_line else reason

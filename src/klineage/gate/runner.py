@@ -1,0 +1,289 @@
+"""The gate, end to end: static → compile → (worker: correctness → profile) → speed of light
+→ optional paired comparison. Each stage either passes or ends the run with a verdict."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from klineage import __version__
+from klineage.backends import Backend, BuildResult, backend_for
+from klineage.errors import BackendUnavailableError, ConfigError, WorkerError, WorkloadError
+from klineage.gate.isolation import Limits, run_worker
+from klineage.gate.report import Comparison, GateReport, StageResult, TimingStats, Verdict
+from klineage.gate.sol import speed_of_light, too_fast
+from klineage.gate.static import forbidden_in_source, forbidden_symbols
+from klineage.workload import check_not_degenerate, load_reference
+from klineage.workload.model import KernelSpec, Workload
+
+__all__ = ["GateOptions", "compare_kernels", "run_gate"]
+
+ProgressFn = Callable[[str, str], None]
+_FIXED_SEEDS = (0, 1)
+_checked_workloads: set[str] = set()
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    """Everything a gate run can be told; defaults suit a CPU at benchmark sizes."""
+
+    threads: int | None = None
+    check: bool = True
+    profile: bool = True
+    limits: Limits = field(default_factory=Limits)
+    trials: int = 7
+    target_trial_s: float = 0.1
+    warmup_s: float = 0.1
+    max_reps: int = 100
+    min_sets: int = 3
+    max_sets: int = 8
+    max_footprint_bytes: int = 3 << 30
+    compare_s: float = 3.0
+    min_pairs: int = 20
+    max_pairs: int = 400
+    secret_seed: int | None = None
+    """Fixed only for reproducing a failure; by default a fresh secret per run."""
+
+
+def run_gate(
+    workload: Workload,
+    kernel: KernelSpec,
+    backend: Backend | None = None,
+    options: GateOptions | None = None,
+    against: KernelSpec | None = None,
+    on_progress: ProgressFn | None = None,
+) -> GateReport:
+    """Gate one kernel. Candidate failures are verdicts; only klineage's own problems raise."""
+    options = options or GateOptions()
+    backend = backend or backend_for(kernel.language)
+    progress = on_progress or (lambda stage, detail: None)
+    run = _Run(workload, kernel, backend, options, progress)
+    return run.execute(against)
+
+
+class _Run:
+    def __init__(self, workload: Workload, kernel: KernelSpec, backend: Backend,
+                 options: GateOptions, progress: ProgressFn):
+        unavailable = backend.unavailable_reason()
+        if unavailable:
+            raise BackendUnavailableError(f"backend {backend.name!r} cannot run here: {unavailable}")
+        self.workload, self.kernel, self.backend, self.options = workload, kernel, backend, options
+        self.progress = progress
+        self.started = time.perf_counter()
+        self.threads = options.threads or backend.default_threads(kernel)
+        secret = options.secret_seed if options.secret_seed is not None else secrets.randbits(31)
+        self.seeds = [*_FIXED_SEEDS, secret]
+        self.report = GateReport(
+            verdict=Verdict.ACCEPTED, reason="", fingerprint="", workload=workload.name,
+            workload_fingerprint=workload.fingerprint(), kernel=kernel.name,
+            kernel_source=str(kernel.source), backend=backend.name, platform=backend.platform(),
+            threads=self.threads, toolchain=backend.toolchain(), seeds=self.seeds,
+            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            klineage_version=__version__,
+        )
+
+    def execute(self, against: KernelSpec | None) -> GateReport:
+        build = self._static_and_compile()
+        if build is None:
+            return self._finish()
+        self._ensure_workload_sane()
+        if not self._worker(build):
+            return self._finish()
+        if self.report.timing and not self._speed_of_light():
+            return self._finish()
+        if against is not None:
+            self._against(build, against)
+        return self._finish()
+
+    # -- stages ----------------------------------------------------------------------------
+    def _stage(self, name: str, ok: bool, started: float, detail: str = "", **data: Any) -> bool:
+        self.report.stages.append(StageResult(name=name, ok=ok, detail=detail, data=data,
+                                              seconds=time.perf_counter() - started))
+        return ok
+
+    def _fail(self, verdict: Verdict, reason: str) -> None:
+        self.report.verdict, self.report.reason = verdict, reason
+
+    def _static_and_compile(self) -> BuildResult | None:
+        started = time.perf_counter()
+        self.progress("static", "scanning the source")
+        problems = forbidden_in_source(self.kernel.source, self.kernel.allow_symbols)
+        if problems:
+            self._stage("static", False, started, "; ".join(problems))
+            self._fail(Verdict.REJECTED_CHEAT, f"static check: {_first(problems)}")
+            return None
+        started_build = time.perf_counter()
+        self.progress("compile", self.kernel.source.name)
+        build = self.backend.build(self.kernel)
+        self.report.fingerprint = build.fingerprint
+        self.report.build = {k: v for k, v in build.to_dict().items() if k != "log"}
+        self.report.build["log_tail"] = build.log[-4000:]
+        if not build.ok:
+            self._stage("compile", False, started_build, _compiler_errors(build.log))
+            self._fail(Verdict.COMPILE_ERROR, f"compile: {_compiler_errors(build.log)}")
+            return None
+        self._stage("compile", True, started_build, "cached" if build.cached else "built",
+                    resources=build.resources)
+        symbols = forbidden_symbols(self.backend.imported_symbols(build.artifact),
+                                    self.kernel.allow_symbols)
+        self._stage("static", not symbols, started, "; ".join(symbols) or "source and symbols clean")
+        if symbols:
+            self._fail(Verdict.REJECTED_CHEAT, f"static check: the built kernel {_first(symbols)}")
+            return None
+        return build
+
+    def _ensure_workload_sane(self) -> None:
+        key = self.workload.fingerprint()
+        if key not in _checked_workloads:
+            self.progress("workload", "checking the reference is not degenerate")
+            check_not_degenerate(self.workload, load_reference(self.workload))
+            _checked_workloads.add(key)
+
+    def _job(self, mode: str, builds: list[tuple[BuildResult, KernelSpec]]) -> dict[str, Any]:
+        o = self.options
+        ceilings_cache = self.backend.ceilings(self.threads).cache_bytes
+        return {
+            "mode": mode, "backend": self.backend.name, "workload": str(self.workload.root),
+            "threads": self.threads, "seeds": self.seeds, "check": o.check, "profile": o.profile,
+            "kernels": [{"artifact": str(b.artifact), "entry": k.entry} for b, k in builds],
+            "timing": {"trials": o.trials, "target_trial_s": o.target_trial_s,
+                       "warmup_s": o.warmup_s, "max_reps": o.max_reps, "min_sets": o.min_sets,
+                       "max_sets": o.max_sets, "max_footprint_bytes": o.max_footprint_bytes,
+                       "cache_bytes": ceilings_cache, "flush": True, "compare_s": o.compare_s,
+                       "min_pairs": o.min_pairs, "max_pairs": o.max_pairs,
+                       "seed": self.seeds[-1]},
+        }
+
+    def _call_worker(self, job: dict[str, Any]) -> dict[str, Any] | None:
+        limits = self.options.limits
+        if not self.backend.address_space_limit_ok():
+            limits = replace(limits, memory_bytes=None)
+        outcome = run_worker(job, self.backend.worker_env(self.threads), limits, self.progress)
+        if outcome.status == "timeout":
+            self._fail(Verdict.TIMEOUT, outcome.reason)
+            return None
+        if outcome.status == "died":
+            where = f" during '{outcome.last_step}'" if outcome.last_step else ""
+            self._fail(Verdict.CRASHED, f"{outcome.reason}{where}")
+            return None
+        error = outcome.result.get("error")
+        if error:
+            kind = WorkloadError if "Workload" in error["type"] else WorkerError
+            raise kind(error["message"])
+        return outcome.result
+
+    def _worker(self, build: BuildResult) -> bool:
+        started = time.perf_counter()
+        result = self._call_worker(self._job("gate", [(build, self.kernel)]))
+        checks = (result or {}).get("checks", 0)
+        if result is None or result["outcome"] != "ok":
+            if result is not None:
+                verdict = {"incorrect": Verdict.INCORRECT, "crashed": Verdict.CRASHED,
+                           "rejected_cheat": Verdict.REJECTED_CHEAT}[result["outcome"]]
+                self._fail(verdict, result["reason"])
+            stage = "correctness" if not self.report.reason.startswith("timed") else "profile"
+            self._stage(stage, False, started, self.report.reason, checks=checks)
+            return False
+        self._stage("correctness", True, started,
+                    f"{checks} checked calls over {len(self.workload.shapes())} sizes", checks=checks)
+        if "timing" in result:
+            self.report.timing = TimingStats(**result["timing"])
+            escaped = _escaped_stream(self.report.timing)
+            self._stage("profile", escaped is None, started, escaped or "timed")
+            if escaped:
+                self._fail(Verdict.REJECTED_CHEAT, escaped)
+                return False
+        return True
+
+    def _speed_of_light(self) -> bool:
+        started = time.perf_counter()
+        ceilings = self.backend.ceilings(self.threads)
+        timing = self.report.timing
+        sol = speed_of_light(self.workload, timing.median_s, ceilings, timing.footprint_bytes)
+        self.report.sol = sol
+        cheat = too_fast(sol)
+        self._stage("speed_of_light", cheat is None, started, cheat or "within the bound")
+        if cheat:
+            self._fail(Verdict.REJECTED_CHEAT, cheat)
+        return cheat is None
+
+    def _against(self, build: BuildResult, baseline: KernelSpec) -> None:
+        started = time.perf_counter()
+        comparison = _paired(self, build, baseline)
+        self.report.comparison = comparison
+        faster = comparison.decision == "faster"
+        self._stage("compare", faster, started, _describe_comparison(comparison))
+        if not faster:
+            self._fail(Verdict.SLOWER, f"not faster than {baseline.name}: "
+                       + _describe_comparison(comparison))
+
+    def _finish(self) -> GateReport:
+        if self.report.verdict is Verdict.ACCEPTED and not self.report.reason:
+            self.report.reason = "compiled, correct on every size and seed" + (
+                ", within speed of light" if self.report.sol else "")
+        self.report.gate_seconds = time.perf_counter() - self.started
+        return self.report
+
+
+def _paired(run: _Run, build: BuildResult, baseline: KernelSpec) -> Comparison:
+    base_build = run.backend.build(baseline)
+    if not base_build.ok:
+        raise ConfigError(f"baseline kernel {baseline.name!r} does not compile:\n"
+                          f"{_compiler_errors(base_build.log)}")
+    job = run._job("compare", [(base_build, baseline), (build, run.kernel)])
+    result = run._call_worker(job)
+    if result is None or result["outcome"] != "ok":
+        reason = run.report.reason if result is None else result["reason"]
+        raise WorkerError(f"the paired comparison failed after both kernels passed: {reason}")
+    data = result["comparison"]
+    return Comparison(baseline=baseline.name, candidate=run.kernel.name, ratio=data["ratio"],
+                      ci_low=data["ci_low"], ci_high=data["ci_high"], pairs=data["pairs"],
+                      decision=data["decision"])
+
+
+def compare_kernels(
+    workload: Workload,
+    baseline: KernelSpec,
+    candidate: KernelSpec,
+    backend: Backend | None = None,
+    options: GateOptions | None = None,
+    on_progress: ProgressFn | None = None,
+) -> Comparison:
+    """Paired, interleaved timing of two kernels in one worker (no correctness gate: run
+    ``run_gate`` on each first)."""
+    backend = backend or backend_for(candidate.language)
+    run = _Run(workload, candidate, backend, options or GateOptions(),
+               on_progress or (lambda s, d: None))
+    build = backend.build(candidate)
+    if not build.ok:
+        raise ConfigError(f"kernel {candidate.name!r} does not compile:\n{_compiler_errors(build.log)}")
+    return _paired(run, build, baseline)
+
+
+def _escaped_stream(timing: TimingStats) -> str | None:
+    # Work queued elsewhere finishes after the timed events but before a full synchronise.
+    if timing.wall_median_s > 2.0 * timing.median_s + 1e-4:
+        return (f"the timed stream saw {timing.median_s * 1e3:.3f} ms per call but the work took "
+                f"{timing.wall_median_s * 1e3:.3f} ms to finish: work escaped the timed stream")
+    return None
+
+
+def _describe_comparison(c: Comparison) -> str:
+    return (f"time ratio {c.ratio:.3f} vs {c.baseline} (95% CI {c.ci_low:.3f}–{c.ci_high:.3f}, "
+            f"{c.pairs} interleaved pairs): {c.decision}")
+
+
+def _first(problems: list[str]) -> str:
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return problems[0] + more
+
+
+def _compiler_errors(log: str, limit: int = 8) -> str:
+    lines = [ln for ln in log.splitlines() if "error" in ln.lower()] or log.splitlines()
+    return "\n".join(lines[:limit]) or "the compiler failed without output"
+
+

@@ -1,0 +1,43 @@
+"""Timing statistics: median of trial medians, and the paired A/B decision."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["paired_decision", "summarize_trials"]
+
+_BOOTSTRAP = 2000
+
+
+def summarize_trials(trials: Sequence[Sequence[float]]) -> tuple[float, float, list[float]]:
+    """(median of trial medians, spread = (max - min) / median across trials, trial medians)."""
+    medians = [float(np.median(t)) for t in trials if len(t)]
+    if not medians:
+        raise ValueError("no timing samples")
+    center = float(np.median(medians))
+    spread = (max(medians) - min(medians)) / center if center > 0 else 0.0
+    return center, spread, medians
+
+
+def paired_decision(
+    baseline: Sequence[float], candidate: Sequence[float], confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float, float, str]:
+    """Decide whether the candidate is faster from interleaved pairs of times.
+
+    Works on per-pair log ratios log(candidate/baseline): pairing cancels the drift both
+    kernels see (frequency, neighbours), and the bootstrap interval of their median makes the
+    call. Returns (ratio, ci_low, ci_high, decision) with ratio = candidate / baseline time.
+    """
+    a = np.asarray(baseline, dtype=np.float64)
+    b = np.asarray(candidate, dtype=np.float64)
+    if a.size != b.size or a.size < 3:
+        raise ValueError("need at least 3 matched pairs")
+    logs = np.log(b / a)
+    rng = np.random.default_rng(seed)
+    resampled = np.median(rng.choice(logs, size=(_BOOTSTRAP, logs.size), replace=True), axis=1)
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(resampled, [tail, 1.0 - tail])
+    decision = "faster" if high < 0 else "slower" if low > 0 else "same"
+    return float(np.exp(np.median(logs))), float(np.exp(low)), float(np.exp(high)), decision

@@ -1,0 +1,45 @@
+"""Every environment variable klineage reads is read here, and only here."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+__all__ = ["c_compiler", "cache_dir", "cxx_compiler", "nvcc"]
+
+
+def cache_dir() -> Path:
+    """Where builds and measured ceilings are cached (``KLINEAGE_CACHE_DIR``, else XDG cache)."""
+    explicit = os.environ.get("KLINEAGE_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "klineage"
+
+
+def c_compiler() -> str:
+    """The C compiler (``CC``, else gcc, else clang)."""
+    return os.environ.get("CC") or _first_on_path("gcc", "clang", "cc")
+
+
+def cxx_compiler() -> str:
+    """The C++ compiler (``CXX``, else g++, else clang++)."""
+    return os.environ.get("CXX") or _first_on_path("g++", "clang++", "c++")
+
+
+def nvcc() -> str:
+    """The CUDA compiler (``NVCC``, else nvcc on PATH, else CUDA_HOME/bin/nvcc)."""
+    if os.environ.get("NVCC"):
+        return os.environ["NVCC"]
+    cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+    found = shutil.which("nvcc")
+    return found or str(Path(cuda_home) / "bin" / "nvcc")
+
+
+def _first_on_path(*names: str) -> str:
+    for name in names:
+        if shutil.which(name):
+            return name
+    return names[0]

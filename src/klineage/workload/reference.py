@@ -1,0 +1,114 @@
+"""Running the reference and refusing degenerate workloads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from klineage.errors import DegenerateWorkloadError, WorkloadError
+from klineage.workload.inputs import generate_inputs
+from klineage.workload.model import Workload
+
+__all__ = ["check_not_degenerate", "run_reference", "to_numpy"]
+
+
+def to_numpy(value: Any) -> np.ndarray:
+    """A reference's returned array (numpy or torch) as a host numpy array."""
+    if hasattr(value, "detach"):  # torch.Tensor, without importing torch
+        tensor = value.detach().cpu()
+        if str(tensor.dtype) in ("torch.bfloat16", "torch.float16"):
+            tensor = tensor.float()
+        return tensor.numpy()
+    return np.asarray(value)
+
+
+def run_reference(
+    workload: Workload,
+    reference: Callable[..., dict[str, Any]],
+    inputs: dict[str, Any],
+    axes: dict[str, int],
+    torch_device: str = "cpu",
+) -> dict[str, np.ndarray]:
+    """Call the reference and return float64 (or exact integer) host arrays, shape-checked.
+
+    Host numpy inputs are handed to torch-framework references as tensors on ``torch_device``.
+    """
+    path = workload.reference_path
+    if workload.framework == "torch":
+        inputs = _as_torch(inputs, torch_device)
+    try:
+        result = reference(**inputs, **workload.params)
+    except Exception as exc:  # the user's reference: report it as a workload mistake
+        raise WorkloadError(f"{path}: reference raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(result, dict):
+        raise WorkloadError(f"{path}: reference must return a dict of outputs, got {type(result).__name__}")
+    declared = [o.name for o in workload.outputs]
+    if sorted(result) != sorted(declared):
+        raise WorkloadError(
+            f"{path}: reference returned outputs {sorted(result)}; workload.toml declares {declared}"
+        )
+    arrays = {}
+    for spec in workload.outputs:
+        array = to_numpy(result[spec.name])
+        want = spec.dims(axes)
+        if array.shape != want:
+            raise WorkloadError(
+                f"{path}: output {spec.name!r} has shape {array.shape}; "
+                f"workload.toml says {want} at {axes}"
+            )
+        arrays[spec.name] = array.astype(np.float64) if _is_float(array) else array
+    return arrays
+
+
+def _is_float(array: np.ndarray) -> bool:
+    # ml_dtypes' bfloat16 is not kind "f" to numpy, but it is a float
+    return array.dtype.kind == "f" or array.dtype.name == "bfloat16"
+
+
+def _as_torch(inputs: dict[str, Any], device: str) -> dict[str, Any]:
+    import torch  # only torch-framework workloads need it
+
+    def convert(array: Any) -> Any:
+        if not isinstance(array, np.ndarray):
+            return array
+        if array.dtype.name == "bfloat16":
+            return torch.from_numpy(array.view(np.int16).copy()).view(torch.bfloat16).to(device)
+        return torch.from_numpy(array.copy()).to(device)
+
+    return {name: convert(value) for name, value in inputs.items()}
+
+
+def check_not_degenerate(workload: Workload, reference: Callable[..., dict[str, Any]]) -> None:
+    """Refuse workloads whose reference output no wrong kernel could miss.
+
+    On the smallest size: an output that is constant, ~zero everywhere, or unchanged when any
+    single input is redrawn makes the correctness check toothless (zeros passed some bf16
+    tasks elsewhere), so it is refused with a reason.
+    """
+    axes = min(workload.shapes(), key=lambda s: sum(s.values()))
+    base_inputs = generate_inputs(workload, axes, seed=101)
+    base = run_reference(workload, reference, base_inputs, axes)
+    for name, out in base.items():
+        flat = out.astype(np.float64).ravel()
+        if flat.size > 1 and np.all(flat == flat[0]):
+            raise DegenerateWorkloadError(
+                f"{workload.reference_path}: output {name!r} is constant ({flat[0]}) "
+                f"at {axes}: a kernel writing that constant would pass"
+            )
+        _, atol = workload.tolerance_for(next(o for o in workload.outputs if o.name == name))
+        if np.all(np.abs(flat) <= atol):
+            raise DegenerateWorkloadError(
+                f"{workload.reference_path}: output {name!r} is within tolerance of zero "
+                f"everywhere at {axes}: a kernel writing zeros would pass"
+            )
+    other = generate_inputs(workload, axes, seed=202)
+    for spec in workload.inputs:
+        changed = dict(base_inputs, **{spec.name: other[spec.name]})
+        outputs = run_reference(workload, reference, changed, axes)
+        if all(np.array_equal(outputs[k], base[k]) for k in base):
+            raise DegenerateWorkloadError(
+                f"{workload.reference_path}: outputs do not change when input {spec.name!r} "
+                f"is redrawn: the reference ignores it"
+            )

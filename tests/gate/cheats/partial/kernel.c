@@ -1,0 +1,11 @@
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Computes only the first half. */
+int kl_launch(const void* const* in, void* const* out, const int64_t* axes, const double* p, void* s) {
+    const float *x = in[0], *z = in[1];
+    float* y = out[0];
+    for (int64_t i = 0; i < (axes[0] + 1) / 2; i++) y[i] = (float)p[0] * x[i] + z[i];
+    return 0;
+}
