@@ -153,3 +153,7 @@ def main() -> None:
     except KlineageError as exc:
         err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), highlight=False)
         sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -6,7 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["c_compiler", "cache_dir", "cxx_compiler", "nvcc"]
+__all__ = ["c_compiler", "cache_dir", "cuda_arch", "cuobjdump", "cxx_compiler", "nvcc", "nvdisasm"]
 
 
 def cache_dir() -> Path:
@@ -43,3 +43,37 @@ def _first_on_path(*names: str) -> str:
         if shutil.which(name):
             return name
     return names[0]
+
+
+def cuda_arch() -> str | None:
+    """Target for CUDA builds (``KLINEAGE_CUDA_ARCH``, e.g. ``sm_90a``); None: ask the device."""
+    return os.environ.get("KLINEAGE_CUDA_ARCH") or None
+
+
+def cuobjdump() -> str | None:
+    """cuobjdump from ``CUOBJDUMP``, PATH, the nvidia-cuda-cuobjdump wheel or triton's copy."""
+    return _cuda_tool("cuobjdump", "CUOBJDUMP")
+
+
+def nvdisasm() -> str | None:
+    """nvdisasm (which cuobjdump runs for SASS) from ``NVDISASM``, PATH or its wheel."""
+    return _cuda_tool("nvdisasm", "NVDISASM")
+
+
+def _cuda_tool(name: str, variable: str) -> str | None:
+    if os.environ.get(variable):
+        return os.environ[variable]
+    found = shutil.which(name)
+    if found:
+        return found
+    for package, relative in (("nvidia.cu13", f"bin/{name}"),
+                              ("triton", f"backends/nvidia/bin/{name}")):
+        try:
+            module = __import__(package, fromlist=["__file__"])
+        except ImportError:
+            continue
+        for root in getattr(module, "__path__", []):
+            candidate = Path(root) / relative
+            if candidate.is_file():
+                return str(candidate)
+    return None

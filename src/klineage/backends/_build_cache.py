@@ -29,10 +29,12 @@ __all__ = ["ARTIFACT_NAME", "cached_build", "parse_nm_undefined", "run_tool"]
 ARTIFACT_NAME = "kernel.so"
 
 
-def run_tool(command: Sequence[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def run_tool(command: Sequence[str], timeout: float = 300,
+             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run a compiler or binutils command; a missing tool is a ToolchainError."""
     try:
-        return subprocess.run(list(command), capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(list(command), capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, **env} if env else None)
     except FileNotFoundError as exc:
         raise ToolchainError(f"{command[0]}: not found on PATH") from exc
 

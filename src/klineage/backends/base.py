@@ -101,6 +101,8 @@ class Backend(Protocol):
     """Parent-side operations: build, inspect, describe the platform."""
 
     name: str
+    denied_symbols: dict[str, tuple[str, ...]]
+    """Backend-specific additions to the static deny-list: {why: (glob patterns)}."""
 
     def unavailable_reason(self) -> str | None:
         """None when usable here, else one line saying why not."""
@@ -128,6 +130,9 @@ class Backend(Protocol):
 
     def address_space_limit_ok(self) -> bool:
         """Whether RLIMIT_AS can cap the worker (not with CUDA, which reserves huge ranges)."""
+
+    def device_key(self) -> str:
+        """Names the physical device: timed runs on one key never overlap."""
 
     def open_device(self, threads: int | None) -> Device:
         """Called inside the worker."""

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -35,6 +36,7 @@ class CpuBackend:
     """Builds C and C++ kernels for this CPU; timing threads are explicit and recorded."""
 
     name = "cpu"
+    denied_symbols: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def unavailable_reason(self) -> str | None:
         try:
@@ -81,6 +83,9 @@ class CpuBackend:
 
     def address_space_limit_ok(self) -> bool:
         return True
+
+    def device_key(self) -> str:
+        return f"cpu-{_machine_key()}"
 
     def open_device(self, threads: int | None) -> CpuDevice:
         return CpuDevice()
@@ -242,7 +247,8 @@ def _cache_size(level: int, default: int) -> int:
     base = Path("/sys/devices/system/cpu/cpu0/cache")
     for index in sorted(base.glob("index*")) if base.is_dir() else []:
         try:
-            if int((index / "level").read_text()) == level and "Instruction" not in (index / "type").read_text():
+            data_cache = "Instruction" not in (index / "type").read_text()
+            if int((index / "level").read_text()) == level and data_cache:
                 text = (index / "size").read_text().strip()
                 scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1], 1)
                 return int(text.rstrip("KMG")) * scale

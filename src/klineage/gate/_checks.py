@@ -13,8 +13,8 @@ with the secret seed, are checked against the reference too.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np

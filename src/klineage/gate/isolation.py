@@ -3,6 +3,7 @@ cap, and turning every way it can die into data."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -15,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 __all__ = ["Limits", "WorkerOutcome", "run_worker"]
 
@@ -63,7 +66,8 @@ def run_worker(
                 env={**os.environ, **env}, start_new_session=True,
                 preexec_fn=_limit_memory(limits.memory_bytes),
             )
-            status, last = _watch(process, Path(job["progress"]), limits, on_progress)
+            watch = _watch(process, Path(job["progress"]), limits, on_progress)
+            status, last, peak = watch
         log_tail = (folder / "worker.log").read_bytes()[-2000:].decode(errors="replace").strip()
         result_path = Path(job["result"])
         if status == "exited" and result_path.is_file():
@@ -72,7 +76,7 @@ def run_worker(
         if status == "timeout":
             return WorkerOutcome("timeout", reason=_timeout_reason(limits, last), last_step=last,
                                  log_tail=log_tail)
-        return WorkerOutcome("died", reason=_death_reason(process.returncode, limits, log_tail),
+        return WorkerOutcome("died", reason=_death_reason(process.returncode, limits, log_tail, peak),
                              last_step=last, log_tail=log_tail)
 
 
@@ -87,10 +91,14 @@ def _limit_memory(limit: int | None) -> Callable[[], None] | None:
 
 
 def _watch(process: subprocess.Popen, progress: Path, limits: Limits,
-           on_progress: Callable[[str, str], None] | None) -> tuple[str, str]:
+           on_progress: Callable[[str, str], None] | None) -> tuple[str, str, int]:
+    """Wait for the worker, relaying progress; returns (status, last step, peak RSS bytes)."""
     started = last_change = time.monotonic()
-    seen, last = 0, ""
+    seen, last, peak = 0, "", 0
+    watched = psutil.Process(process.pid)
     while True:
+        with contextlib.suppress(psutil.Error):
+            peak = max(peak, watched.memory_info().rss)
         try:
             process.wait(timeout=_POLL_S)
             status = "exited"
@@ -108,18 +116,16 @@ def _watch(process: subprocess.Popen, progress: Path, limits: Limits,
             if on_progress:
                 on_progress(step["stage"], step["detail"])
         if status:
-            return ("exited" if process.returncode == 0 else "died"), last
+            return ("exited" if process.returncode == 0 else "died"), last, peak
         now = time.monotonic()
         if now - last_change > limits.stall_s or now - started > limits.total_s:
             _kill_group(process)
-            return "timeout", last
+            return "timeout", last, peak
 
 
 def _kill_group(process: subprocess.Popen) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     process.wait()
 
 
@@ -129,15 +135,17 @@ def _timeout_reason(limits: Limits, last: str) -> str:
             f"stall limit; raise it with --timeout)")
 
 
-def _death_reason(returncode: int | None, limits: Limits, log_tail: str) -> str:
+def _death_reason(returncode: int | None, limits: Limits, log_tail: str, peak: int) -> str:
     if returncode is not None and returncode < 0:
         name = signal.Signals(-returncode).name
         reason = f"the worker was killed by {name}"
     else:
         reason = f"the worker exited with status {returncode} without a result"
     lowered = log_tail.lower()
-    if limits.memory_bytes and ("memoryerror" in lowered or "cannot allocate" in lowered
-                                or "bad_alloc" in lowered):
-        reason += f" (out of memory: the limit is {limits.memory_bytes / 2**30:.1f} GiB)"
+    near_limit = limits.memory_bytes and peak >= 0.7 * limits.memory_bytes
+    if limits.memory_bytes and (near_limit or "memoryerror" in lowered
+                                or "cannot allocate" in lowered or "bad_alloc" in lowered):
+        reason += (f" after using {peak / 2**30:.2f} GiB: out of memory (the worker's limit is "
+                   f"{limits.memory_bytes / 2**30:.2f} GiB)")
     last_line = log_tail.splitlines()[-1] if log_tail else ""
     return f"{reason}; last output: {last_line[:200]}" if last_line else reason

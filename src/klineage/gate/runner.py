@@ -10,7 +10,9 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from klineage import __version__
+from filelock import FileLock
+
+from klineage import __version__, settings
 from klineage.backends import Backend, BuildResult, backend_for
 from klineage.errors import BackendUnavailableError, ConfigError, WorkerError, WorkloadError
 from klineage.gate.isolation import Limits, run_worker
@@ -111,7 +113,8 @@ class _Run:
     def _static_and_compile(self) -> BuildResult | None:
         started = time.perf_counter()
         self.progress("static", "scanning the source")
-        problems = forbidden_in_source(self.kernel.source, self.kernel.allow_symbols)
+        problems = forbidden_in_source(self.kernel.source, self.kernel.allow_symbols,
+                                       self.backend.denied_symbols)
         if problems:
             self._stage("static", False, started, "; ".join(problems))
             self._fail(Verdict.REJECTED_CHEAT, f"static check: {_first(problems)}")
@@ -129,7 +132,7 @@ class _Run:
         self._stage("compile", True, started_build, "cached" if build.cached else "built",
                     resources=build.resources)
         symbols = forbidden_symbols(self.backend.imported_symbols(build.artifact),
-                                    self.kernel.allow_symbols)
+                                    self.kernel.allow_symbols, self.backend.denied_symbols)
         self._stage("static", not symbols, started, "; ".join(symbols) or "source and symbols clean")
         if symbols:
             self._fail(Verdict.REJECTED_CHEAT, f"static check: the built kernel {_first(symbols)}")
@@ -162,7 +165,11 @@ class _Run:
         limits = self.options.limits
         if not self.backend.address_space_limit_ok():
             limits = replace(limits, memory_bytes=None)
-        outcome = run_worker(job, self.backend.worker_env(self.threads), limits, self.progress)
+        # Builds run in parallel; timed runs on one device never overlap (across processes too).
+        lock = settings.cache_dir() / "locks" / f"{self.backend.device_key()}.lock"
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(lock)):
+            outcome = run_worker(job, self.backend.worker_env(self.threads), limits, self.progress)
         if outcome.status == "timeout":
             self._fail(Verdict.TIMEOUT, outcome.reason)
             return None

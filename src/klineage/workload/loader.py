@@ -44,7 +44,7 @@ class _Fields:
             raise self.fail("", f"not valid TOML ({exc})") from exc
 
     def typed(self, value: Any, kind: type | tuple[type, ...], field: str, what: str) -> Any:
-        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
             raise self.fail(field, f"must be {what}, got {value!r}")
         return value
 

@@ -105,10 +105,10 @@ static float exp_sum(const float* restrict x, float* restrict y, int64_t n, floa
     __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     for (; j + 64 <= n; j += 64) {            /* unroll: 4 independent exp chains */
         /* prefetch: pull the next row (x + n) into L1 while this row is compute-bound */
-        if (0) _mm_prefetch((const char*)(x + n + j), _MM_HINT_T0);
-        if (0) _mm_prefetch((const char*)(x + n + j + 16), _MM_HINT_T0);
-        if (0) _mm_prefetch((const char*)(x + n + j + 32), _MM_HINT_T0);
-        if (0) _mm_prefetch((const char*)(x + n + j + 48), _MM_HINT_T0);
+        _mm_prefetch((const char*)(x + n + j), _MM_HINT_T0);
+        _mm_prefetch((const char*)(x + n + j + 16), _MM_HINT_T0);
+        _mm_prefetch((const char*)(x + n + j + 32), _MM_HINT_T0);
+        _mm_prefetch((const char*)(x + n + j + 48), _MM_HINT_T0);
         __m512 e0 = exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(x + j), vm));
         __m512 e1 = exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(x + j + 16), vm));
         __m512 e2 = exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(x + j + 32), vm));
@@ -131,8 +131,8 @@ static float exp_sum(const float* restrict x, float* restrict y, int64_t n, floa
     __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     for (; j + 32 <= n; j += 32) {            /* unroll: 4 independent exp chains */
         /* prefetch: pull the next row (x + n) into L1 while this row is compute-bound */
-        if (0) _mm_prefetch((const char*)(x + n + j), _MM_HINT_T0);
-        if (0) _mm_prefetch((const char*)(x + n + j + 16), _MM_HINT_T0);
+        _mm_prefetch((const char*)(x + n + j), _MM_HINT_T0);
+        _mm_prefetch((const char*)(x + n + j + 16), _MM_HINT_T0);
         __m256 e0 = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + j), vm));
         __m256 e1 = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + j + 8), vm));
         __m256 e2 = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + j + 16), vm));

@@ -1,9 +1,11 @@
 // gemm_bf16, expert: C[M,N] = A[M,K] @ B[N,K]^T on Hopper tensor cores.
 //
-// One 384-thread block per 128 x 256 output tile, warp-specialized:
+// A persistent grid (one 384-thread block per SM) loops over 128 x 256 output tiles in a grouped
+// order. Each block is warp-specialized:
 //   warpgroup 0      producer: one thread streams 128x64 A and 256x64 B k-tiles into a 4-stage
 //                    shared-memory ring with the bulk tensor copy engine (TMA), completing on
-//                    per-stage "full" mbarriers;
+//                    per-stage "full" mbarriers; it runs ahead into the next tile while the
+//                    consumers are still in this tile's epilogue;
 //   warpgroups 1, 2  consumers: each runs wgmma.m64n256k16 (bf16 in, fp32 accumulate) on its
 //                    64-row half of the tile straight from shared memory, keeps one k-tile of
 //                    MMAs in flight, and frees the stage behind it through an "empty" mbarrier.
@@ -17,9 +19,11 @@
 //   cp_async_pipeline      4-stage full/empty mbarrier ring between the producer and the consumers
 //   smem_padding_or_swizzle 128-byte swizzle (CU_TENSOR_MAP_SWIZZLE_128B + matching wgmma descriptor)
 //   register_blocking      each consumer thread owns a 64x256/128 = 128-float accumulator tile
+//                          (the first k16 step of a tile overwrites it: scale-d = 0, no zero-fill)
+//   grid_stride_loop       persistent blocks stride over output tiles by gridDim.x
 //   launch_bounds          __launch_bounds__(kThreads, 1), needed for setmaxnreg to take effect
 //   restrict               __restrict__ on C and on the fallback's pointers
-//   unroll_pragma          #pragma unroll on the k16 steps, the accumulator init and the epilogue
+//   unroll_pragma          #pragma unroll on the k16 steps and the epilogue
 // These are entangled: tma, the swizzle and the wgmma descriptors must change together; removing
 // tensor_core_mma or tma means keeping only the fallback branch (dispatch in kl_launch).
 #include <cuda_runtime.h>
@@ -110,7 +114,7 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, u
   asm volatile(
       "{\n"
       ".reg .pred p;\n"
-      "setp.ne.b32 p, %130, 0;\n"  // scale-d = 1: accumulate into d
+      "setp.ne.b32 p, %130, 0;\n"  // scale-d: 0 = overwrite d, 1 = accumulate into d
       "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16\n"
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,\n"
       " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,\n"
@@ -141,6 +145,17 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, u
       : "l"(da), "l"(db), "r"(scale_d));
 }
 
+// Grouped tile order: consecutive tile indices walk down kGroupM tile-rows before moving right,
+// so the blocks running at once share A and B tiles in L2.
+__device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int& tm, int& tn) {
+  const int per_group = kGroupM * tiles_n;
+  const int first_m = (tile / per_group) * kGroupM;
+  const int group_rows = min(tiles_m - first_m, kGroupM);
+  const int in_group = tile % per_group;
+  tm = first_m + in_group % group_rows;
+  tn = in_group / group_rows;
+}
+
 __global__ void __launch_bounds__(kThreads, 1)
 gemm_wgmma_tma(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
                __nv_bfloat16* __restrict__ C, int M, int N, int K) {
@@ -152,14 +167,8 @@ gemm_wgmma_tma(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ 
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + kStages * (kStageBytesA + kStageBytesB));
   uint64_t* empty = full + kStages;
 
-  // Grouped tile order: consecutive blocks walk down kGroupM tile-rows before moving right.
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-  const int per_group = kGroupM * tiles_n;
-  const int first_m = (blockIdx.x / per_group) * kGroupM;
-  const int group_rows = min(tiles_m - first_m, kGroupM);
-  const int in_group = blockIdx.x % per_group;
-  const int tm = first_m + in_group % group_rows;
-  const int tn = in_group / group_rows;
+  const int ntiles = tiles_m * tiles_n;
   const int ktiles = (K + BK - 1) / BK;
   const int wg = threadIdx.x / 128;
 
@@ -176,56 +185,69 @@ gemm_wgmma_tma(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ 
     // producer: give registers back to the consumers
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
     if (threadIdx.x == 0) {
-      for (int kt = 0; kt < ktiles; ++kt) {
-        const int s = kt % kStages;
-        mbar_wait(&empty[s], ((kt / kStages) & 1) ^ 1);  // first pass: passes at once
-        mbar_expect_tx(&full[s], kStageBytesA + kStageBytesB);
-        tma_load_2d(sA + s * (BM * BK), &tmA, &full[s], kt * BK, tm * BM);
-        tma_load_2d(sB + s * (BN * BK), &tmB, &full[s], kt * BK, tn * BN);
+      int it = 0;  // k-tiles issued so far by this block, across its output tiles
+      for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+        int tm, tn;
+        tile_coords(tile, tiles_m, tiles_n, tm, tn);
+        for (int kt = 0; kt < ktiles; ++kt, ++it) {
+          const int s = it % kStages;
+          mbar_wait(&empty[s], ((it / kStages) & 1) ^ 1);  // first pass: passes at once
+          mbar_expect_tx(&full[s], kStageBytesA + kStageBytesB);
+          tma_load_2d(sA + s * (BM * BK), &tmA, &full[s], kt * BK, tm * BM);
+          tma_load_2d(sB + s * (BN * BK), &tmB, &full[s], kt * BK, tn * BN);
+        }
       }
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int cw = wg - 1;  // which 64-row half of the tile
     float acc[128];
-    for (int kt = 0; kt < ktiles; ++kt) {
-      const int s = kt % kStages;
-      mbar_wait(&full[s], (kt / kStages) & 1);
-      const __nv_bfloat16* a = sA + s * (BM * BK) + cw * 64 * BK;
-      const __nv_bfloat16* b = sB + s * (BN * BK);
+    int it = 0;
+    for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+      int tm, tn;
+      tile_coords(tile, tiles_m, tiles_n, tm, tn);
+      for (int kt = 0; kt < ktiles; ++kt, ++it) {
+        const int s = it % kStages;
+        mbar_wait(&full[s], (it / kStages) & 1);
+        const __nv_bfloat16* a = sA + s * (BM * BK) + cw * 64 * BK;
+        const __nv_bfloat16* b = sB + s * (BN * BK);
+        fence_acc(acc);
+        wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < BK / 16; ++k)  // k16 steps: +32 B inside the swizzled 128-B rows
+          wgmma_m64n256k16(acc, smem_desc(a + k * 16), smem_desc(b + k * 16), (kt > 0 || k > 0) ? 1 : 0);
+        wgmma_commit();
+        wgmma_wait<1>();
+        fence_acc(acc);  // this k-tile stays in flight; the previous one has finished reading
+        if (kt > 0 && (threadIdx.x & 31) == 0) mbar_arrive(&empty[(it - 1) % kStages]);
+      }
+      wgmma_wait<0>();
       fence_acc(acc);
-      wgmma_fence();
-#pragma unroll
-      for (int k = 0; k < BK / 16; ++k)  // k16 steps: +32 B inside the swizzled 128-B rows
-        wgmma_m64n256k16(acc, smem_desc(a + k * 16), smem_desc(b + k * 16), (kt > 0 || k > 0) ? 1 : 0);
-      wgmma_commit();
-      wgmma_wait<1>();
-      fence_acc(acc);  // this k-tile stays in flight; the previous one has finished reading
-      if (kt > 0 && (threadIdx.x & 31) == 0) mbar_arrive(&empty[(kt - 1) % kStages]);
-    }
-    wgmma_wait<0>();
-    fence_acc(acc);
+      // the tile's last stage is free now: the producer is already filling the ring for the
+      // next tile while this epilogue runs
+      if ((threadIdx.x & 31) == 0) mbar_arrive(&empty[(it - 1) % kStages]);
 
-    // Epilogue: accumulator fragment -> bf16. Warp w of the warpgroup owns rows 16w..16w+15;
-    // acc[4j + {0,1}] is (row, 8j + 2*(lane%4) + {0,1}), acc[4j + {2,3}] the same 8 rows down.
-    const int t = threadIdx.x & 127;
-    const int row0 = tm * BM + cw * 64 + (t >> 5) * 16 + ((t & 31) >> 2);
-    const int col0 = tn * BN + (t & 3) * 2;
-    const bool pairs = (N & 1) == 0;  // bf16x2 stores need 4-byte aligned rows
+      // Epilogue: accumulator fragment -> bf16. Warp w of the warpgroup owns rows 16w..16w+15;
+      // acc[4j + {0,1}] is (row, 8j + 2*(lane%4) + {0,1}), acc[4j + {2,3}] the same 8 rows down.
+      const int t = threadIdx.x & 127;
+      const int row0 = tm * BM + cw * 64 + (t >> 5) * 16 + ((t & 31) >> 2);
+      const int col0 = tn * BN + (t & 3) * 2;
+      const bool pairs = (N & 1) == 0;  // bf16x2 stores need 4-byte aligned rows
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-      const int col = col0 + j * 8;
+      for (int j = 0; j < BN / 8; ++j) {
+        const int col = col0 + j * 8;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = row0 + h * 8;
-        if (row < M) {
-          __nv_bfloat16* dst = C + (size_t)row * N + col;
-          const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
-          if (pairs && col + 1 < N) {
-            *reinterpret_cast<__nv_bfloat162*>(dst) = __floats2bfloat162_rn(v0, v1);
-          } else {
-            if (col < N) dst[0] = __float2bfloat16(v0);
-            if (col + 1 < N) dst[1] = __float2bfloat16(v1);
+        for (int h = 0; h < 2; ++h) {
+          const int row = row0 + h * 8;
+          if (row < M) {
+            __nv_bfloat16* dst = C + (size_t)row * N + col;
+            const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+            if (pairs && col + 1 < N) {
+              *reinterpret_cast<__nv_bfloat162*>(dst) = __floats2bfloat162_rn(v0, v1);
+            } else {
+              if (col < N) dst[0] = __float2bfloat16(v0);
+              if (col + 1 < N) dst[1] = __float2bfloat16(v1);
+            }
           }
         }
       }
@@ -304,8 +326,15 @@ extern "C" int kl_launch(const void* const* inputs, void* const* outputs, const 
     if (cudaFuncSetAttribute(gemm_wgmma_tma, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              kSmemBytes) != cudaSuccess)
       return 4;
+    // persistent grid: one block per SM (the 4-stage ring fills its shared memory), each
+    // block loops over output tiles
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      return 5;
     const int64_t tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
-    gemm_wgmma_tma<<<(unsigned)tiles, kThreads, kSmemBytes, s>>>(mA, mB, C, (int)M, (int)N, (int)K);
+    const unsigned grid = (unsigned)(tiles < sms ? tiles : sms);
+    gemm_wgmma_tma<<<grid, kThreads, kSmemBytes, s>>>(mA, mB, C, (int)M, (int)N, (int)K);
   } else {
     const dim3 grid((unsigned)((N + kFT - 1) / kFT), (unsigned)((M + kFT - 1) / kFT));
     gemm_fallback<<<grid, kFT * 8, 0, s>>>((const __nv_bfloat16*)A, (const __nv_bfloat16*)B, C,

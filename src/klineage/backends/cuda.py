@@ -1,0 +1,307 @@
+"""CUDA backend: kernels built by nvcc into shared objects, loaded with ctypes, fed device
+memory allocated by torch, timed with CUDA events on a dedicated stream.
+
+Building needs only nvcc (CI compiles on a machine without a GPU); running needs torch with a
+visible device.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from klineage import settings
+from klineage.backends._build_cache import cached_build, parse_nm_undefined, run_tool
+from klineage.backends.base import BuildResult, Ceilings
+from klineage.errors import BackendUnavailableError, ToolchainError
+from klineage.workload.model import KernelSpec
+
+__all__ = ["CudaBackend", "CudaDevice", "parse_ptxas_report", "sass"]
+
+_BASE_FLAGS = ("-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-shared", "-Xptxas", "-v",
+               "-cudart", "shared", "-lineinfo")
+_DEFAULT_ARCH = "sm_90a"
+_FLUSH_FACTOR = 2  # flush writes twice the L2 size
+
+DENIED_SYMBOLS = {
+    "work on a stream other than the one the harness times": (
+        "cudaStreamCreate*", "cuStreamCreate*", "cudaLaunchHostFunc", "cudaStreamAddCallback",
+    ),
+}
+
+
+def _gencode(arch: str) -> list[str]:
+    number = arch.removeprefix("sm_")
+    return [f"-gencode=arch=compute_{number},code=sm_{number}"]
+
+
+class CudaBackend:
+    """nvcc + ctypes + torch-allocated device memory."""
+
+    name = "cuda"
+    denied_symbols = DENIED_SYMBOLS
+
+    def unavailable_reason(self) -> str | None:
+        if not _runs(settings.nvcc()):
+            return f"nvcc not found or broken ({settings.nvcc()})"
+        try:
+            import torch
+        except ImportError:
+            return "torch is not installed (pip install 'klineage[cuda]')"
+        if not torch.cuda.is_available():
+            return "no CUDA device is visible to torch"
+        return None
+
+    def arch(self) -> str:
+        explicit = settings.cuda_arch()
+        if explicit:
+            return explicit
+        capability = _device_capability()
+        if capability is None:
+            return _DEFAULT_ARCH
+        major, minor = capability
+        # Hopper's wgmma/setmaxnreg need the arch-specific 'a' target.
+        return f"sm_{major}{minor}{'a' if major == 9 else ''}"
+
+    def platform(self) -> str:
+        version = self.toolchain().get("cuda", "unknown")
+        return f"nvidia-{self.arch().removesuffix('a')}-cuda{version}"
+
+    def toolchain(self) -> dict[str, str]:
+        return _nvcc_version(settings.nvcc())
+
+    def build(self, kernel: KernelSpec) -> BuildResult:
+        if kernel.language != "cuda":
+            raise ToolchainError(f"the cuda backend builds .cu kernels, not {kernel.language}")
+        arch = self.arch()
+        key = hashlib.sha256("\0".join(
+            [kernel.source_hash(), json.dumps(self.toolchain()), arch, *_BASE_FLAGS]).encode()
+        ).hexdigest()
+
+        def command(out: Path) -> list[str]:
+            return [settings.nvcc(), *_BASE_FLAGS, *_gencode(arch), *kernel.flags,
+                    str(kernel.source), "-o", str(out)]
+
+        return cached_build(self.name, key, command, parse_ptxas_report)
+
+    def imported_symbols(self, artifact: Path) -> set[str]:
+        proc = run_tool(["nm", "-D", "-C", "--undefined-only", "--format=posix", str(artifact)])
+        if proc.returncode != 0:
+            raise ToolchainError(f"nm failed on {artifact}: {proc.stderr.strip()}")
+        return parse_nm_undefined(proc.stdout)
+
+    def default_threads(self, kernel: KernelSpec) -> int | None:
+        return None
+
+    def worker_env(self, threads: int | None) -> dict[str, str]:
+        return {"CUDA_MODULE_LOADING": "EAGER"}
+
+    def address_space_limit_ok(self) -> bool:
+        return False  # the CUDA driver reserves far more address space than it uses
+
+    def device_key(self) -> str:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
+        return f"cuda-{visible}"
+
+    def open_device(self, threads: int | None) -> CudaDevice:
+        return CudaDevice()
+
+    def ceilings(self, threads: int | None, remeasure: bool = False) -> Ceilings:
+        reason = self.unavailable_reason()
+        if reason:
+            raise BackendUnavailableError(f"cannot measure CUDA ceilings: {reason}")
+        name = re.sub(r"[^A-Za-z0-9]+", "-", _device_name())
+        path = settings.cache_dir() / "ceilings" / f"{self.platform()}-{name}.json"
+        if path.is_file() and not remeasure:
+            return Ceilings(**json.loads(path.read_text()))
+        proc = subprocess.run([sys.executable, "-m", "klineage.backends._cuda_probe"],
+                              capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            raise ToolchainError(f"the CUDA ceiling probe failed: {proc.stderr.strip()[-800:]}")
+        data = json.loads(proc.stdout)
+        ceilings = Ceilings(platform=self.platform(), bandwidth_gbps=data["copy_gbps"],
+                            compute_gflops=data["bf16_gflops"], cache_bytes=data["l2_bytes"],
+                            measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                            details={"device": _device_name(), **data["details"]})
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(ceilings.__dict__, indent=1))
+        os.replace(tmp, path)
+        return ceilings
+
+
+def _runs(tool: str) -> bool:
+    try:
+        return run_tool([tool, "--version"]).returncode == 0
+    except ToolchainError:
+        return False
+
+
+@cache
+def _nvcc_version(nvcc: str) -> dict[str, str]:
+    proc = run_tool([nvcc, "--version"])
+    if proc.returncode != 0:
+        raise ToolchainError(f"{nvcc} --version failed: {proc.stderr.strip()}")
+    match = re.search(r"release (\d+\.\d+)", proc.stdout)
+    return {"nvcc": proc.stdout.strip().splitlines()[-1],
+            "cuda": match.group(1) if match else "unknown"}
+
+
+@cache
+def _device_capability() -> tuple[int, int] | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch.cuda.get_device_capability(0) if torch.cuda.is_available() else None
+
+
+@cache
+def _device_name() -> str:
+    import torch
+
+    return torch.cuda.get_device_name(0)
+
+
+_PTXAS_FUNCTION = re.compile(r"Compiling entry function '([^']+)'")
+_PTXAS_NUMBERS = {
+    "registers": re.compile(r"Used (\d+) registers"),
+    "stack_bytes": re.compile(r"(\d+) bytes stack frame"),
+    "spill_store_bytes": re.compile(r"(\d+) bytes spill stores"),
+    "spill_load_bytes": re.compile(r"(\d+) bytes spill loads"),
+    "shared_bytes": re.compile(r"(\d+) bytes smem"),
+}
+
+
+def parse_ptxas_report(log: str) -> dict[str, Any]:
+    """Per-kernel registers, stack, spills and static shared memory from ``-Xptxas -v``."""
+    kernels: dict[str, dict[str, int]] = {}
+    current = None
+    for line in log.splitlines():
+        match = _PTXAS_FUNCTION.search(line)
+        if match:
+            current = kernels.setdefault(match.group(1), {})
+            continue
+        if current is None:
+            continue
+        for key, pattern in _PTXAS_NUMBERS.items():
+            found = pattern.search(line)
+            if found:
+                current[key] = int(found.group(1))
+    spills = sum(k.get("spill_store_bytes", 0) + k.get("spill_load_bytes", 0) for k in kernels.values())
+    return {"kernels": kernels, "total_spill_bytes": spills}
+
+
+def sass(artifact: Path) -> str:
+    """The SASS of a built kernel (cuobjdump), for compiled-output feature checks."""
+    tool = settings.cuobjdump()
+    if tool is None:
+        raise ToolchainError("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
+    disassembler = settings.nvdisasm()
+    env = None
+    if disassembler:  # cuobjdump finds nvdisasm only on PATH
+        env = {"PATH": f"{Path(disassembler).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = run_tool([tool, "--dump-sass", str(artifact)], env=env)
+    if proc.returncode != 0:
+        raise ToolchainError(f"cuobjdump failed on {artifact}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+class CudaDevice:
+    """Worker side: torch tensors on the GPU, one non-default stream for every launch."""
+
+    torch_device = "cuda"
+
+    def __init__(self) -> None:
+        import torch
+
+        self._torch = torch
+        self.stream = torch.cuda.Stream()
+        l2 = torch.cuda.get_device_properties(0).L2_cache_size
+        self._flush = torch.empty(_FLUSH_FACTOR * l2 // 4, dtype=torch.int32, device="cuda")
+
+    def _torch_dtype(self, dtype: np.dtype) -> Any:
+        t = self._torch
+        return {"bfloat16": t.bfloat16, "float16": t.float16, "float32": t.float32,
+                "float64": t.float64, "int8": t.int8, "int32": t.int32, "int64": t.int64,
+                "uint8": t.uint8, "bool": t.bool}[np.dtype(dtype).name]
+
+    def upload(self, array: np.ndarray) -> Any:
+        buffer = self.empty(array.shape, array.dtype)
+        self.write(buffer, array)
+        return buffer
+
+    def write(self, buffer: Any, array: np.ndarray) -> None:
+        host = np.ascontiguousarray(array)
+        if host.dtype.name == "bfloat16":
+            source = self._torch.from_numpy(host.view(np.int16)).view(self._torch.bfloat16)
+        else:
+            source = self._torch.from_numpy(host)
+        buffer.copy_(source)
+        self._torch.cuda.synchronize()
+
+    def download(self, buffer: Any) -> np.ndarray:
+        self._torch.cuda.synchronize()
+        if buffer.dtype == self._torch.bfloat16:
+            import ml_dtypes
+
+            return buffer.view(self._torch.int16).cpu().numpy().view(ml_dtypes.bfloat16)
+        return buffer.cpu().numpy()
+
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        return self._torch.empty(tuple(shape), dtype=self._torch_dtype(dtype), device="cuda")
+
+    def fill(self, buffer: Any, value: float | int, bytewise: bool = False) -> None:
+        (buffer.view(self._torch.uint8) if bytewise else buffer).fill_(value)
+        self._torch.cuda.synchronize()
+
+    def pointer(self, buffer: Any) -> int:
+        return buffer.data_ptr()
+
+    def load(self, artifact: Path, entry: str) -> Callable[..., Callable[[], int]]:
+        function = getattr(ctypes.CDLL(str(artifact)), entry)
+        function.argtypes = [ctypes.c_void_p] * 5
+        function.restype = ctypes.c_int
+        stream = ctypes.c_void_p(self.stream.cuda_stream)
+
+        def bind(ins: Sequence[int], outs: Sequence[int], axes: Sequence[int],
+                 params: Sequence[float]) -> Callable[[], int]:
+            args = ((ctypes.c_void_p * max(len(ins), 1))(*ins),
+                    (ctypes.c_void_p * max(len(outs), 1))(*outs),
+                    (ctypes.c_int64 * max(len(axes), 1))(*axes),
+                    (ctypes.c_double * max(len(params), 1))(*params), stream)
+            return lambda: function(*args)
+
+        return bind
+
+    def synchronize(self) -> None:
+        self._torch.cuda.synchronize()
+
+    def time_call(self, call: Callable[[], int]) -> tuple[float, float, int]:
+        torch = self._torch
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        wall_start = time.perf_counter()
+        start.record(self.stream)
+        rc = call()
+        end.record(self.stream)
+        torch.cuda.synchronize()  # the whole device: work that escaped the stream counts here
+        wall = time.perf_counter() - wall_start
+        return start.elapsed_time(end) / 1e3, wall, rc
+
+    def flush_cache(self) -> None:
+        with self._torch.cuda.stream(self.stream):
+            self._flush.fill_(0x5A)

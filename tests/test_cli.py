@@ -1,0 +1,56 @@
+"""The CLI as a user meets it: real subprocesses, exit codes, one-line errors, --json."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import FIXTURES
+
+
+def klineage(*args: str, env_cache) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "klineage.cli", *args], capture_output=True,
+                          text=True, timeout=600, env=env_cache)
+
+
+def _env(tmp_path):
+    import os
+
+    return {**os.environ, "KLINEAGE_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "160"}
+
+
+def test_gate_json_is_a_gate_report(tmp_path):
+    proc = klineage("gate", str(FIXTURES / "axpy"), "plain", "--json", "--no-profile",
+                    env_cache=_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["verdict"] == "accepted"
+    assert report["workload"] == "axpy" and report["platform"].startswith("cpu-")
+    assert {s["name"] for s in report["stages"]} >= {"compile", "static", "correctness"}
+
+
+def test_gate_table_and_failing_exit_code(tmp_path):
+    cheat = FIXTURES.parent / "gate" / "cheats" / "writes_nothing"
+    proc = klineage("gate", str(FIXTURES / "axpy"), str(cheat), "--no-profile",
+                    env_cache=_env(tmp_path))
+    assert proc.returncode == 1
+    assert "incorrect" in proc.stdout and "correctness" in proc.stdout
+
+
+def test_user_errors_are_one_red_line_exit_2(tmp_path):
+    proc = klineage("gate", str(tmp_path / "missing"), env_cache=_env(tmp_path))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: ") and "workload folder not found" in proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    proc = klineage("gate", str(FIXTURES / "axpy"), "nope", env_cache=_env(tmp_path))
+    assert proc.returncode == 2 and "kernel 'nope' not found" in proc.stderr
+
+
+def test_doctor_json(tmp_path):
+    proc = klineage("doctor", "--json", "--threads", "1", env_cache=_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    facts = json.loads(proc.stdout)
+    assert facts["cpu backend"].startswith("ok")
+    ceilings = facts["cpu ceilings (1 threads)"]
+    assert ceilings["copy GB/s"] > 0 and ceilings["fp32 GFLOP/s"] > 0

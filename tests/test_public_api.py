@@ -1,0 +1,24 @@
+"""Each stage exports a short, deliberate surface; changing it is a conscious act."""
+
+from __future__ import annotations
+
+import klineage.backends
+import klineage.gate
+import klineage.workload
+
+EXPECTED = {
+    klineage.workload: ["KernelSpec", "TensorSpec", "Workload", "allocate_outputs",
+                        "check_not_degenerate", "generate_inputs", "load_kernel",
+                        "load_reference", "load_workload", "poison_value", "run_reference"],
+    klineage.gate: ["Comparison", "GateOptions", "GateReport", "Limits", "SpeedOfLight",
+                    "StageResult", "TimingStats", "Verdict", "compare_kernels", "run_gate"],
+    klineage.backends: ["BACKEND_NAMES", "Backend", "BuildResult", "Ceilings", "Device",
+                        "backend_for", "get_backend"],
+}
+
+
+def test_exports_are_pinned():
+    for module, names in EXPECTED.items():
+        assert sorted(module.__all__) == names, module.__name__
+        for name in names:
+            assert hasattr(module, name)
