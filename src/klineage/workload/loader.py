@@ -223,8 +223,8 @@ def _cost(fields: _Fields, raw: Any, axes: dict[str, int]) -> Cost:
             value = _expr.evaluate(text, axes)
         except (_expr.ExpressionError, ZeroDivisionError) as exc:
             raise fields.fail(f"cost.{key}", str(exc)) from exc
-        if value <= 0:
-            raise fields.fail(f"cost.{key}", f"must be positive at the benchmark sizes, got {value}")
+        if value < 0:
+            raise fields.fail(f"cost.{key}", f"must not be negative at the benchmark sizes, got {value}")
     return Cost(**{k: str(v) for k, v in table.items()})
 
 

@@ -1,0 +1,71 @@
+"""The gate on a real GPU. Skipped without one; run on the device with ``pytest -m gpu``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from conftest import FIXTURES, REPO
+from klineage.backends.cuda import CudaBackend
+from klineage.gate import Verdict, run_gate
+from klineage.workload import load_kernel, load_workload
+
+pytestmark = pytest.mark.gpu
+
+CHEATS = FIXTURES.parent / "gate" / "cuda_cheats"
+CUDA_EXAMPLES = sorted(p for p in (REPO / "examples" / "workloads" / "cuda").glob("*")
+                       if (p / "workload.toml").is_file())
+
+
+@pytest.fixture
+def gpu_quick(quick):
+    return replace(quick, target_trial_s=0.02, max_sets=3)
+
+
+def test_ceilings_are_plausible():
+    ceilings = CudaBackend().ceilings(None)
+    assert ceilings.bandwidth_gbps > 500 and ceilings.compute_gflops > 10_000
+    assert ceilings.cache_bytes > 1 << 20
+
+
+@pytest.mark.parametrize("variant", ["plain", "vectorized"])
+def test_honest_cuda_kernels_are_accepted(variant, gpu_quick):
+    workload = load_workload(FIXTURES / "axpy_cuda")
+    report = run_gate(workload, load_kernel(workload, variant), options=gpu_quick)
+    assert report.verdict is Verdict.ACCEPTED, report.reason
+    assert report.platform.startswith("nvidia-sm")
+    assert report.sol is not None and report.sol.achieved_gbps > 0
+
+
+@pytest.mark.parametrize(("name", "verdict", "reason"), [
+    ("writes_nothing", Verdict.INCORRECT, "NaN"),
+    ("lazy_view_of_input", Verdict.INCORRECT, "elements off"),
+    ("own_stream", Verdict.REJECTED_CHEAT, "cudaStreamCreateWithFlags"),
+])
+def test_cuda_cheats(name, verdict, reason, gpu_quick):
+    workload = load_workload(FIXTURES / "axpy_cuda")
+    report = run_gate(workload, load_kernel(workload, CHEATS / name), options=gpu_quick)
+    assert report.verdict is verdict, report.reason
+    assert reason in report.reason
+
+
+def test_default_stream_work_is_never_hidden(gpu_quick):
+    # Either the harness sees the work escape its stream, or the stream ordering made the events
+    # include it; what must never happen is an accepted kernel whose timing hides the work.
+    workload = load_workload(FIXTURES / "axpy_cuda")
+    report = run_gate(workload, load_kernel(workload, CHEATS / "default_stream"), options=gpu_quick)
+    if report.verdict is Verdict.ACCEPTED:
+        assert report.timing.median_s >= 0.5 * report.timing.wall_median_s
+    else:
+        assert report.verdict is Verdict.REJECTED_CHEAT and "escaped" in report.reason
+
+
+@pytest.mark.parametrize("folder", CUDA_EXAMPLES, ids=lambda p: p.name)
+def test_cuda_examples_accepted_and_expert_faster(folder, gpu_quick):
+    workload = load_workload(folder)
+    naive, expert = load_kernel(workload, "naive"), load_kernel(workload, "expert")
+    first = run_gate(workload, naive, options=gpu_quick)
+    assert first.verdict is Verdict.ACCEPTED, first.reason
+    second = run_gate(workload, expert, options=gpu_quick, against=naive)
+    assert second.verdict is Verdict.ACCEPTED, second.reason
