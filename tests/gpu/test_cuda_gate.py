@@ -20,7 +20,8 @@ CUDA_EXAMPLES = sorted(p for p in (REPO / "examples" / "workloads" / "cuda").glo
 
 @pytest.fixture
 def gpu_quick(quick):
-    return replace(quick, target_trial_s=0.02, max_sets=3)
+    # A cold start (torch import, CUDA context) may take longer than a CPU stall limit.
+    return replace(quick, target_trial_s=0.02, max_sets=3, limits=replace(quick.limits, stall_s=60))
 
 
 def test_ceilings_are_plausible():

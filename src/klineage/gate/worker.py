@@ -37,6 +37,7 @@ class _Progress:
 def main(argv: list[str]) -> int:
     job = json.loads(Path(argv[1]).read_text())
     progress = _Progress(job["progress"])
+    progress("worker", "started")
     try:
         result = _run(job, progress)
     except KlineageError as exc:
@@ -52,7 +53,9 @@ def main(argv: list[str]) -> int:
 
 def _run(job: dict[str, Any], progress: _Progress) -> dict[str, Any]:
     backend = get_backend(job["backend"])
-    session = _checks.Session(job, backend.open_device(job.get("threads")), progress)
+    device = backend.open_device(job.get("threads"))
+    progress("worker", "device ready")
+    session = _checks.Session(job, device, progress)
     kernels = [session.load(k["artifact"], k["entry"]) for k in job["kernels"]]
     if job["mode"] == "compare":
         return _compare(session, kernels[0], kernels[1], job["timing"])
