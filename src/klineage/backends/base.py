@@ -8,19 +8,16 @@ synchronises, times and flushes caches. ``gate/`` only ever talks to these two p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from klineage.workload.model import KernelSpec
+from klineage.workload.model import KernelSpec, TensorSpec
 
-__all__ = ["Backend", "BuildResult", "Ceilings", "Device", "LaunchFn"]
-
-LaunchFn = Callable[[Sequence[int], Sequence[int], Sequence[int], Sequence[float]], int]
-"""kl_launch bound to a device: (input ptrs, output ptrs, axes, params) -> return code."""
+__all__ = ["Backend", "BuildResult", "Ceilings", "Device"]
 
 
 @dataclass(frozen=True)
@@ -61,16 +58,20 @@ class Ceilings:
 
 
 class Device(Protocol):
-    """Worker-side operations on one device. Buffers are opaque to the gate."""
+    """Worker-side operations on one device. Buffers are opaque to the gate.
+
+    "Native" arrays are what comparisons run on, on the device itself (numpy on the CPU, torch
+    tensors on a GPU): floats as float64, integers as they are, bools as raw bytes.
+    """
 
     torch_device: str
     """Where torch-framework references run ('cpu' or 'cuda')."""
 
-    def upload(self, array: np.ndarray) -> Any:
-        """A new device buffer holding a copy of ``array``."""
+    def random(self, spec: TensorSpec, dims: tuple[int, ...], seed: int, index: int) -> Any:
+        """A new buffer of seeded inputs (same seed, index and dims: same values)."""
 
-    def write(self, buffer: Any, array: np.ndarray) -> None:
-        """Overwrite an existing buffer's contents (same shape and dtype)."""
+    def write(self, buffer: Any, source: Any) -> None:
+        """Overwrite a buffer with another buffer's contents (same shape and dtype)."""
 
     def download(self, buffer: Any) -> np.ndarray:
         """A host copy of a buffer."""
@@ -81,11 +82,20 @@ class Device(Protocol):
     def fill(self, buffer: Any, value: float | int, bytewise: bool = False) -> None:
         """Poison a buffer (``bytewise``: every byte set to ``value``)."""
 
+    def bytes_differ(self, a: Any, b: Any) -> int:
+        """How many bytes of two same-shaped buffers differ."""
+
+    def reference_input(self, buffer: Any, framework: str) -> Any:
+        """A copy of an input as the reference takes it (numpy on the host, or a torch tensor)."""
+
+    def native(self, value: Any, dtype: str) -> Any:
+        """A buffer or a reference output as a native array for comparison."""
+
     def pointer(self, buffer: Any) -> int:
         """The address handed to kl_launch."""
 
-    def load(self, artifact: Path, entry: str) -> LaunchFn:
-        """Load a built kernel and bind its entry point to this device's stream."""
+    def load(self, artifact: Path, entry: str) -> Callable[..., Callable[[], int]]:
+        """Load a built kernel; returns bind(input ptrs, output ptrs, axes, params) -> call."""
 
     def synchronize(self) -> None:
         """Wait for all work on the device (not just the stream)."""

@@ -20,16 +20,16 @@ from typing import Any
 import numpy as np
 
 from klineage.backends.base import Device
-from klineage.gate._compare import inputs_changed, output_mismatch
+from klineage.gate._compare import output_mismatch
 from klineage.gate.stats import summarize_trials
 from klineage.workload import (
     allocate_outputs,
-    generate_inputs,
     load_reference,
     load_workload,
     poison_value,
     run_reference,
 )
+from klineage.workload.dtypes import dtype_info
 
 __all__ = ["Session"]
 
@@ -44,13 +44,12 @@ class _Buffers:
 
     def __init__(self, session: Session, axes: dict[str, int], seed: int):
         self.axes, self.seed = axes, seed
-        host = session.make_inputs(axes, seed)
-        self.inputs = [session.device.upload(host[s.name]) for s in session.workload.inputs]
+        self.inputs = session.draw_inputs(axes, seed)
         self.output_layout = [(a.shape, a.dtype)
                               for a in allocate_outputs(session.workload, axes).values()]
         self.outputs = [session.device.empty(*layout) for layout in self.output_layout]
-        self.nbytes = sum(a.nbytes for a in host.values()) + sum(
-            math.prod(shape) * dtype.itemsize for shape, dtype in self.output_layout)
+        self.nbytes = sum(math.prod(s.dims(axes)) * dtype_info(s.dtype).numpy.itemsize
+                          for s in (*session.workload.inputs, *session.workload.outputs))
 
     def twin(self, device: Device) -> _Buffers:
         """The same input buffers with outputs of its own (for a second kernel)."""
@@ -73,8 +72,10 @@ class Session:
     def load(self, artifact: str, entry: str) -> Callable[..., Callable[[], int]]:
         return self.device.load(Path(artifact), entry)
 
-    def make_inputs(self, axes: dict[str, int], seed: int) -> dict[str, np.ndarray]:
-        return generate_inputs(self.workload, axes, seed)
+    def draw_inputs(self, axes: dict[str, int], seed: int) -> list[Any]:
+        """Seeded inputs on the device; drawing again with the same seed gives the same bytes."""
+        return [self.device.random(spec, spec.dims(axes), seed, index)
+                for index, spec in enumerate(self.workload.inputs)]
 
     def bind(self, kernel: Callable[..., Callable[[], int]], bufs: _Buffers) -> Callable[[], int]:
         ptr = self.device.pointer
@@ -88,24 +89,26 @@ class Session:
             value = poison_value(spec.dtype, self._round)
             self.device.fill(buffer, value, bytewise=spec.dtype == "bool")
 
-    def verify(self, bufs: _Buffers, host: dict[str, np.ndarray] | None = None) -> str | None:
+    def verify(self, bufs: _Buffers) -> str | None:
         """Check one completed call: inputs untouched, every output right. None when fine."""
-        self.device.synchronize()
-        host = host if host is not None else self.make_inputs(bufs.axes, bufs.seed)
-        after = {s.name: self.device.download(b)
-                 for s, b in zip(self.workload.inputs, bufs.inputs, strict=True)}
-        changed = inputs_changed(host, after)
-        if changed:
-            return changed
-        outputs = [self.device.download(b) for b in bufs.outputs]
+        device = self.device
+        device.synchronize()
+        expected = self.draw_inputs(bufs.axes, bufs.seed)  # the inputs as they were handed over
+        for spec, now, before in zip(self.workload.inputs, bufs.inputs, expected, strict=True):
+            changed = device.bytes_differ(now, before)
+            if changed:
+                return f"input {spec.name!r} was modified by the kernel ({changed} bytes changed)"
         # The reference runs only now, after the kernel: its answer was never in memory before.
-        want = run_reference(self.workload, self.reference, host, bufs.axes,
-                             torch_device=self.device.torch_device)
+        given = {s.name: device.reference_input(b, self.workload.framework)
+                 for s, b in zip(self.workload.inputs, expected, strict=True)}
+        want = run_reference(self.workload, self.reference, given, bufs.axes,
+                             torch_device=device.torch_device)
         self.checks_done += 1
-        for spec, got in zip(self.workload.outputs, outputs, strict=True):
+        for spec, buffer in zip(self.workload.outputs, bufs.outputs, strict=True):
             rtol, atol = self.workload.tolerance_for(spec)
-            problem = output_mismatch(spec.name, got, want[spec.name], rtol, atol,
-                                      is_bool=spec.dtype == "bool")
+            kind = "bool" if spec.dtype == "bool" else "float" if dtype_info(spec.dtype).is_float else "int"
+            problem = output_mismatch(spec.name, device.native(buffer, spec.dtype),
+                                      device.native(want[spec.name], spec.dtype), rtol, atol, kind)
             if problem:
                 return problem
         return None
@@ -131,9 +134,8 @@ class Session:
                 return failure
             # New values into the same buffers: a kernel caching by pointer or by first call fails.
             bufs.seed = second
-            host = self.make_inputs(axes, second)
-            for spec, buffer in zip(self.workload.inputs, bufs.inputs, strict=True):
-                self.device.write(buffer, host[spec.name])
+            for buffer, fresh in zip(bufs.inputs, self.draw_inputs(axes, second), strict=True):
+                self.device.write(buffer, fresh)
             failure = self.call_and_verify(
                 kernel, bufs, f"at {label}, seed {second} (new values in the same buffers)")
             if failure:

@@ -7,14 +7,15 @@ import numpy as np
 from klineage.workload.dtypes import dtype_info
 from klineage.workload.model import TensorSpec, Workload
 
-__all__ = ["allocate_outputs", "check_init", "generate_inputs", "poison_value"]
+__all__ = ["allocate_outputs", "check_init", "generate_array", "generate_inputs", "parse_init",
+           "poison_value"]
 
 _INTEGER_RANGE = {"int8": (-100, 100), "int32": (-1000, 1000), "int64": (-1000, 1000), "uint8": (0, 256)}
 
 
 def check_init(init: str, dtype: str) -> None:
     """Raise ValueError if ``init`` is unknown, unsuited to ``dtype`` or gives all zeros."""
-    kind, args = _parse_init(init, dtype)
+    kind, args = parse_init(init, dtype)
     if kind == "randint":
         lo, hi = args
         if hi <= lo:
@@ -31,7 +32,7 @@ def check_init(init: str, dtype: str) -> None:
         raise ValueError(f"{kind!r} is for float dtypes; use randint:LO:HI for {dtype}")
 
 
-def _parse_init(init: str, dtype: str) -> tuple[str, tuple[float, ...]]:
+def parse_init(init: str, dtype: str) -> tuple[str, tuple[float, ...]]:
     if not init:
         if dtype == "bool":
             return "bernoulli", ()
@@ -54,8 +55,10 @@ def _parse_init(init: str, dtype: str) -> tuple[str, tuple[float, ...]]:
     )
 
 
-def _generate(spec: TensorSpec, dims: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
-    kind, args = _parse_init(spec.init, spec.dtype)
+def generate_array(spec: TensorSpec, dims: tuple[int, ...], seed: int, index: int) -> np.ndarray:
+    """One input on the host; the same (seed, index, dims) always gives the same values."""
+    rng = np.random.default_rng([seed, index])  # each input draws its own stream
+    kind, args = parse_init(spec.init, spec.dtype)
     if kind == "normal":
         values = rng.standard_normal(dims)
     elif kind == "uniform":
@@ -73,7 +76,7 @@ def _generate(spec: TensorSpec, dims: tuple[int, ...], rng: np.random.Generator)
 def generate_inputs(workload: Workload, axes: dict[str, int], seed: int) -> dict[str, np.ndarray]:
     """Fresh inputs for one size; the same (seed, axes) always gives the same values."""
     return {
-        spec.name: _generate(spec, spec.dims(axes), np.random.default_rng([seed, index]))
+        spec.name: generate_array(spec, spec.dims(axes), seed, index)
         for index, spec in enumerate(workload.inputs)
     }
 

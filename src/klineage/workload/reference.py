@@ -12,7 +12,7 @@ from klineage.errors import DegenerateWorkloadError, WorkloadError
 from klineage.workload.inputs import generate_inputs
 from klineage.workload.model import Workload
 
-__all__ = ["check_not_degenerate", "run_reference", "to_numpy"]
+__all__ = ["check_not_degenerate", "host_float64", "run_reference", "to_numpy"]
 
 
 def to_numpy(value: Any) -> np.ndarray:
@@ -31,10 +31,12 @@ def run_reference(
     inputs: dict[str, Any],
     axes: dict[str, int],
     torch_device: str = "cpu",
-) -> dict[str, np.ndarray]:
-    """Call the reference and return float64 (or exact integer) host arrays, shape-checked.
+) -> dict[str, Any]:
+    """Call the reference; check it returned every declared output with its declared shape.
 
-    Host numpy inputs are handed to torch-framework references as tensors on ``torch_device``.
+    Values come back as the reference made them (numpy arrays or torch tensors): the caller's
+    device turns them into what it compares with. Host numpy inputs are handed to
+    torch-framework references as tensors on ``torch_device``.
     """
     path = workload.reference_path
     if workload.framework == "torch":
@@ -50,17 +52,19 @@ def run_reference(
         raise WorkloadError(
             f"{path}: reference returned outputs {sorted(result)}; workload.toml declares {declared}"
         )
-    arrays = {}
     for spec in workload.outputs:
-        array = to_numpy(result[spec.name])
-        want = spec.dims(axes)
-        if array.shape != want:
+        got, want = tuple(getattr(result[spec.name], "shape", ())), spec.dims(axes)
+        if got != want:
             raise WorkloadError(
-                f"{path}: output {spec.name!r} has shape {array.shape}; "
-                f"workload.toml says {want} at {axes}"
+                f"{path}: output {spec.name!r} has shape {got}; workload.toml says {want} at {axes}"
             )
-        arrays[spec.name] = array.astype(np.float64) if _is_float(array) else array
-    return arrays
+    return result
+
+
+def host_float64(value: Any) -> np.ndarray:
+    """A reference value on the host, floats as float64 (integers and bools as they are)."""
+    array = to_numpy(value)
+    return array.astype(np.float64) if _is_float(array) else array
 
 
 def _is_float(array: np.ndarray) -> bool:
@@ -99,7 +103,7 @@ def check_not_degenerate(workload: Workload, reference: Callable[..., dict[str, 
     """
     axes = _small_but_telling_shape(workload)
     base_inputs = generate_inputs(workload, axes, seed=101)
-    base = run_reference(workload, reference, base_inputs, axes)
+    base = {k: host_float64(v) for k, v in run_reference(workload, reference, base_inputs, axes).items()}
     for name, out in base.items():
         flat = out.astype(np.float64).ravel()
         if flat.size > 1 and np.all(flat == flat[0]):
@@ -117,7 +121,7 @@ def check_not_degenerate(workload: Workload, reference: Callable[..., dict[str, 
     for spec in workload.inputs:
         changed = dict(base_inputs, **{spec.name: other[spec.name]})
         outputs = run_reference(workload, reference, changed, axes)
-        if all(np.array_equal(outputs[k], base[k]) for k in base):
+        if all(np.array_equal(host_float64(outputs[k]), base[k]) for k in base):
             raise DegenerateWorkloadError(
                 f"{workload.reference_path}: outputs do not change when input {spec.name!r} "
                 f"is redrawn: the reference ignores it"

@@ -1,15 +1,17 @@
 /* rmsnorm, expert: y[i,j] = x[i,j] * rsqrt(mean(x[i,:]^2) + eps) * w[j], fp32.
  *
  * Per row: sum_squares reads x from DRAM once; scale_row re-reads it from L1/L2 (a row is
- * N*4 bytes) and writes y. w stays cache-resident across rows.
+ * N*4 bytes) and writes y once with streaming stores. w stays cache-resident across rows.
  * Optimizations (each a separate construct):
  *   omp_parallel    : #pragma omp parallel for over rows in kl_launch
- *   simd_intrinsics : #if-guarded AVX-512 / AVX2 body of sum_squares (scalar loop finishes the tail)
+ *   simd_intrinsics : #if-guarded AVX-512 / AVX2 bodies of sum_squares and scale_row
+ *                     (a scalar loop after each block finishes the tail, or does all the work)
  *   unroll          : the 4-accumulator "j + 64" (AVX-512) / "j + 32" (AVX2) loop in sum_squares
- *   omp_simd        : #pragma omp simd on scale_row and on the scalar tail of sum_squares
+ *   omp_simd        : #pragma omp simd on scale_row's scalar loop and sum_squares' scalar tail
  *   restrict        : restrict-qualified x / w / y pointers
- *   (prefetch, not in the catalogue: _mm_prefetch of the next row inside scale_row's guarded
- *    block, so the next row's DRAM read overlaps this row's store pass)
+ * Not in the catalogue (inside the simd_intrinsics block of scale_row):
+ *   streaming_store : _mm512_stream_ps / _mm256_stream_ps + _mm_sfence: y is not re-read, so
+ *                     skip its read-for-ownership (measured ~70% -> ~110% of memcpy bandwidth)
  */
 #include <math.h>
 #include <stdint.h>

@@ -1,18 +1,22 @@
 /* softmax, expert: row softmax over the last axis of x[M,N], fp32.
  *
  * One row (N*4 bytes) is read from DRAM once by row_max; exp_sum re-reads it from L1/L2 and
- * writes y, scale_row rescales y while it is still cached. So DRAM sees one read of x and one
- * write of y.
+ * writes exp(x - max) into a per-thread scratch row (cache-resident); scale_row multiplies by
+ * 1/sum and writes y once with streaming stores. DRAM sees one read of x and one write of y.
  * Optimizations (each a separate construct):
- *   omp_parallel    : #pragma omp parallel for over rows in kl_launch
- *   simd_intrinsics : #if-guarded AVX-512 / AVX2 bodies in row_max and exp_sum (scalar loops finish the tail)
+ *   omp_parallel    : #pragma omp parallel + omp for over rows in kl_launch
+ *   simd_intrinsics : #if-guarded AVX-512 / AVX2 bodies in row_max, exp_sum and scale_row
+ *                     (a scalar loop after each block finishes the tail, or does all the work)
  *   unroll          : the 4-accumulator "j + 64" (AVX-512) / "j + 32" (AVX2) loops: independent
  *                     accumulators hide the max/FMA latency
- *   omp_simd        : #pragma omp simd on scale_row and on the scalar tail loops
- *   restrict        : restrict-qualified x / y pointers
- *   (prefetch, not in the catalogue: _mm_prefetch of the next row inside exp_sum's unrolled
- *    vector loops; a hint only, past-the-end addresses are harmless. It overlaps the next row's
- *    DRAM read with this row's exp work: ~67% -> ~75% of copy bandwidth measured here.)
+ *   omp_simd        : #pragma omp simd on the scalar loops (tails / general path)
+ *   restrict        : restrict-qualified x / y / scratch pointers
+ * Not in the catalogue (both live INSIDE the simd_intrinsics blocks, so removing the intrinsics
+ * removes them too):
+ *   prefetch        : _mm_prefetch of the next row in exp_sum's unrolled loops (a hint; past-the-end
+ *                     addresses are harmless); overlaps the next row's DRAM read with exp work
+ *   streaming_store : _mm512_stream_ps / _mm256_stream_ps + _mm_sfence in scale_row: y is not
+ *                     re-read, so skip its read-for-ownership
  */
 #include <math.h>
 #include <stdint.h>
