@@ -24,7 +24,7 @@ class Row:
 
 
 def gate_examples(folder: Path, options: GateOptions, only: list[str] | None = None,
-                  say=print) -> list[Row]:
+                  say=print, on_row=None) -> list[Row]:
     rows = []
     for path in sorted(p for p in folder.iterdir() if (p / "workload.toml").is_file()):
         if only and path.name not in only:
@@ -36,6 +36,8 @@ def gate_examples(folder: Path, options: GateOptions, only: list[str] | None = N
         expert_report = run_gate(workload, expert, options=options, against=naive)
         repeat = compare_kernels(workload, expert, expert, options=options)
         rows.append(Row(workload.name, naive_report, expert_report, repeat))
+        if on_row:  # partial results survive a run cut short
+            on_row(rows[-1])
     return rows
 
 

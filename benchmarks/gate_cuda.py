@@ -98,15 +98,19 @@ def main() -> None:
     backend = CudaBackend()
     ceilings = backend.ceilings(None, remeasure=True)  # same conditions as the runs
     folder = REPO / "examples" / "workloads" / "cuda"
-    rows = gate_examples(folder, GateOptions(), only=[s for s in args.only.split(",") if s])
     table = []
-    for row in rows:
+
+    def add_row(row) -> None:
         torch_ms = time_torch_op(row.workload, folder / row.workload)
         expert_ms = row.expert.timing.median_s * 1e3 if row.expert.timing else None
         versus = f"{torch_ms:.3f} ({torch_ms / expert_ms:.2f}x)" if torch_ms and expert_ms else "-"
         table.append([row.workload, row.naive.verdict.value, row.expert.verdict.value,
                       fmt_ms(row.naive), fmt_ms(row.expert), fmt_speedup(row.expert),
                       fmt_rate(row.expert), fmt_bound(row.expert), versus, fmt_repeat(row.repeat)])
+        print("| " + " | ".join(table[-1]) + " |", flush=True)
+
+    rows = gate_examples(folder, GateOptions(), only=[s for s in args.only.split(",") if s],
+                         on_row=add_row)
     text = header("Gate benchmark, CUDA", f"{backend.platform()} ({ceilings.details.get('device')})")
     text += (f"- measured ceilings: copy {ceilings.bandwidth_gbps:,.0f} GB/s, bf16 matmul "
              f"{ceilings.compute_gflops / 1e3:,.0f} TFLOP/s, L2 {ceilings.cache_bytes >> 20} MiB\n\n")
@@ -115,9 +119,10 @@ def main() -> None:
                             "torch ms (torch/expert)", "re-measure spread"], table)
     if args.throughput_runs:
         lines = []
-        for name in [r.workload for r in rows if r.workload != "gemm_bf16"][:2]:
+        for name in [r.workload for r in rows if r.workload != "gemm_bf16"][:1]:
             lines.append(f"- {name}: {throughput(folder / name, args.throughput_runs):.1f} "
                          f"candidates/min (goal ≥20)")
+            print(lines[-1], flush=True)
         text += "\n\nGate throughput (all checks on, profile on, builds cached):\n" + "\n".join(lines)
     print(text)
     print(f"\nwritten to {write_result('gate_cuda', text)}")
