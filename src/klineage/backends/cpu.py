@@ -116,24 +116,26 @@ class CpuBackend:
             "lib.kl_copy_gbps.restype = lib.kl_fma_gflops.restype = ctypes.c_double\n"
             "lib.kl_copy_gbps.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int]\n"
             "lib.kl_fma_gflops.argtypes = [ctypes.c_long]\n"
-            "bw = max(lib.kl_copy_gbps(128 << 20, 3, 12, s) for s in (0, 1, 0, 1))\n"
+            "plain = max(lib.kl_copy_gbps(128 << 20, 3, 12, 0) for _ in range(2))\n"
+            "streaming = max(lib.kl_copy_gbps(128 << 20, 3, 12, 1) for _ in range(2))\n"
             "fl = max(lib.kl_fma_gflops(4_000_000) for _ in range(3))\n"
-            "print(json.dumps([bw, fl]))\n"
+            "print(json.dumps([plain, streaming, fl]))\n"
         )
         env = {**os.environ, **self.worker_env(threads)}
         proc = subprocess.run([sys.executable, "-c", script, str(built.artifact)], env=env,
                               capture_output=True, text=True, timeout=600)
         if proc.returncode != 0:
             raise ToolchainError(f"the CPU ceiling probe failed: {proc.stderr.strip()[-500:]}")
-        bandwidth, gflops = json.loads(proc.stdout)
+        memcpy_gbps, streaming_gbps, gflops = json.loads(proc.stdout)
         return Ceilings(
             platform=self.platform(),
-            bandwidth_gbps=bandwidth,
+            bandwidth_gbps=max(memcpy_gbps, streaming_gbps),
             compute_gflops=gflops,
             cache_bytes=_last_level_cache_bytes(),
             threads=threads,
             measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
-            details={"cpu": _cpu_model(),
+            details={"cpu": _cpu_model(), "memcpy_gbps": memcpy_gbps,
+                     "streaming_copy_gbps": streaming_gbps,
                      "copy": "best of memcpy and a streaming-store copy, 3 x 128 MiB pairs rotated",
                      "compute": "fp32 FMA, 12 chains x 16 lanes per thread"},
         )
