@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import klineage.backends
+import klineage.editors
 import klineage.gate
+import klineage.lineage
+import klineage.runs
 import klineage.workload
 
 EXPECTED = {
-    klineage.workload: ["KernelSpec", "TensorSpec", "Workload", "allocate_outputs",
+    klineage.workload: ["KernelSpec", "KernelState", "TensorSpec", "Workload", "allocate_outputs",
                         "check_not_degenerate", "generate_inputs", "load_kernel",
                         "load_reference", "load_workload", "poison_value", "run_reference"],
     klineage.gate: ["Comparison", "GateOptions", "GateReport", "Limits", "SpeedOfLight",
                     "StageResult", "TimingStats", "Verdict", "compare_kernels", "run_gate"],
     klineage.backends: ["BACKEND_NAMES", "Backend", "BuildResult", "Ceilings", "Device",
                         "backend_for", "get_backend"],
+    klineage.editors: ["Answer", "EditContext", "Editor", "Proposal", "Usage", "get_editor"],
+    klineage.lineage: ["Lineage", "Rederivation", "Rejection", "StateGate", "Transition",
+                       "WalkLimits", "backward_walk", "rederive_lineage"],
+    klineage.runs: ["RunDir", "new_run_id"],
 }
 
 

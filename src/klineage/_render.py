@@ -73,3 +73,42 @@ def doctor_table(facts: dict[str, Any]) -> Table:
             value = ", ".join(f"{k}={v}" for k, v in value.items())
         table.add_row(key, str(value))
     return table
+
+
+def features_table(report: dict[str, Any]) -> Table:
+    """One row per detected feature site."""
+    table = Table(title=f"features of {report['kernel']} ({report['language']})")
+    for column in ("feature", "category", "line", "scope", "site", "compiled"):
+        table.add_column(column, overflow="fold")
+    for hit in report["features"]:
+        compiled = hit.get("compiled")
+        table.add_row(hit["feature"], hit["category"], str(hit["line"]), hit["scope"],
+                      escape(hit["text"][:60]), "-" if compiled is None else ("yes" if compiled else "no"))
+    return table
+
+
+def mine_table(summary: dict[str, Any]) -> Table:
+    """The outcome of one mine run."""
+    table = Table(title=f"mine {summary['workload']}", show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("value", overflow="fold")
+    speedup = summary["lineage_speedup"]
+    rows = [
+        ("steps accepted / rejected", f"{summary['steps_accepted']} / {summary['steps_rejected']}"),
+        ("features removed (in order)", ", ".join(summary["features_removed"]) or "-"),
+        ("stopped because", summary["stop_reason"]),
+        ("naive reached", "yes" if summary["naive_reached"] else
+         f"no (left: {', '.join(summary['remaining_features'])})"),
+        ("naive → expert speedup (paired)", f"{speedup:.2f}x" if speedup else "-"),
+        ("cards lifted / admitted", f"{summary['cards_lifted']} / {summary['cards_admitted']}"),
+        ("run", summary["run"]),
+        ("library", summary["library"] or "-"),
+    ]
+    for card in summary["cards"]:
+        effect = f"{card['effect']:.2f}x" if card["effect"] else "-"
+        rows.append((f"card {card['id'][:10]}", f"{card['name']} ({card['feature']}, {effect}, "
+                                                 f"{'admitted' if card['admitted'] else 'not admitted'})"))
+    rows += [("note", escape(note)) for note in summary["notes"]]
+    for key, value in rows:
+        table.add_row(key, escape(str(value)))
+    return table

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.text import Text
 
 from klineage import __version__
@@ -108,6 +109,63 @@ def gate(
 
 
 @app.command()
+def features(
+    workload: Annotated[Path, typer.Argument(help="Workload folder.")],
+    kernel: Annotated[str, typer.Argument(help="Variant name or path to a kernel.")],
+    compiled: Annotated[bool, typer.Option(help="Also check the compiled output.")] = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """List a kernel's optimization features with their sites."""
+    from klineage._render import features_table
+    from klineage.source.report import feature_report
+    from klineage.workload import load_kernel, load_workload
+
+    loaded = load_workload(workload)
+    report = feature_report(load_kernel(loaded, kernel), compiled=compiled)
+    if as_json:
+        print(json.dumps(report, indent=2))
+    else:
+        console.print(features_table(report))
+
+
+@app.command()
+def mine(
+    workload: Annotated[Path, typer.Argument(help="Workload folder.")],
+    expert: Annotated[str, typer.Option(help="The expert kernel to walk backward.")] = "expert",
+    brain: Annotated[str, typer.Option(help="Who proposes edits.")] = "rules",
+    library: Annotated[Path | None, typer.Option(help="Skill library to add the cards to.")] = None,
+    runs: Annotated[Path, typer.Option(help="Where run folders go.")] = Path("runs"),
+    resume: Annotated[Path | None, typer.Option(help="Continue this interrupted run.")] = None,
+    admit_on: Annotated[str | None, typer.Option(
+        help="Comma-separated workload folders for admission (default: sibling workloads).")] = None,
+    max_steps: Annotated[int, typer.Option(min=1)] = 30,
+    max_rejections: Annotated[int, typer.Option(min=1)] = 40,
+    threads: Annotated[int | None, typer.Option(min=1, help="CPU threads to time with.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Backward walk → lineage → re-derivation → skill cards → admission → library."""
+    from klineage._render import mine_table
+    from klineage.gate import GateOptions
+    from klineage.lineage import WalkLimits
+    from klineage.mining import MineOptions
+    from klineage.mining import mine as run_mine
+    from klineage.workload import load_kernel, load_workload
+
+    loaded = load_workload(workload)
+    options = MineOptions(
+        brain=brain, limits=WalkLimits(max_steps=max_steps, max_rejections=max_rejections),
+        gate=GateOptions(threads=threads, trials=5, compare_s=2.0),
+        admit_on=tuple(Path(p) for p in admit_on.split(",") if p) if admit_on is not None else None)
+    with console.status("", spinner="dots") as status:
+        result = run_mine(loaded, load_kernel(loaded, expert), runs, library, options, resume,
+                          say=None if as_json else (lambda line: status.update(escape(line))))
+    if as_json:
+        print(json.dumps(result.summary(), indent=2))
+        return
+    console.print(mine_table(result.summary()))
+
+
+@app.command()
 def doctor(
     threads: Annotated[int | None, typer.Option(min=1, help="Thread count for CPU ceilings.")] = None,
     remeasure: Annotated[bool, typer.Option(help="Measure the ceilings again.")] = False,
@@ -144,6 +202,15 @@ def demo(
         console.print(line)
     if not result.all_accepted():
         raise typer.Exit(1)
+
+
+def _mount_subcommands() -> None:
+    from klineage.skills.cli import skills_app
+
+    app.add_typer(skills_app, name="skills", help="List, show, search and export skill cards.")
+
+
+_mount_subcommands()
 
 
 def main() -> None:

@@ -6,6 +6,7 @@
     ├── ConfigError               a command-line value or configuration entry is wrong
     ├── ToolchainError            a compiler or tool klineage needs is missing or broken
     ├── BackendUnavailableError   the backend cannot run here (no GPU, no torch, ...)
+    ├── LibraryError              a skill library is missing or damaged, or a skill id is unknown
     └── WorkerError               the gate's worker process broke in a way no candidate caused
 
 A candidate kernel that fails (does not compile, is wrong, crashes, hangs, cheats) is *not* an
@@ -19,6 +20,7 @@ __all__ = [
     "ConfigError",
     "DegenerateWorkloadError",
     "KlineageError",
+    "LibraryError",
     "ToolchainError",
     "WorkerError",
     "WorkloadError",
@@ -47,6 +49,10 @@ class ToolchainError(KlineageError):
 
 class BackendUnavailableError(KlineageError):
     """The backend cannot run on this machine."""
+
+
+class LibraryError(KlineageError):
+    """A skill library folder is missing or damaged, or no single skill matches an id."""
 
 
 class WorkerError(KlineageError):

@@ -63,7 +63,7 @@ def test_missing_files(tmp_path, axpy_copy):
 
 
 def test_missing_kernel_names_variants(axpy):
-    with pytest.raises(WorkloadError, match=r"kernel 'fast' not found .*variants: plain, slow"):
+    with pytest.raises(WorkloadError, match=r"kernel 'fast' not found .*variants: expert, plain, slow"):
         load_kernel(axpy, "fast")
 
 

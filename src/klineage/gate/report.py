@@ -87,6 +87,8 @@ class Comparison(BaseModel):
     pairs: int
     decision: str = Field(description="'faster', 'slower' or 'same' at the confidence level")
     confidence: float = 0.95
+    baseline_median_s: float | None = None
+    candidate_median_s: float | None = None
 
 
 class GateReport(BaseModel):

@@ -249,7 +249,8 @@ def _paired(run: _Run, build: BuildResult, baseline: KernelSpec) -> Comparison:
     data = result["comparison"]
     return Comparison(baseline=baseline.name, candidate=run.kernel.name, ratio=data["ratio"],
                       ci_low=data["ci_low"], ci_high=data["ci_high"], pairs=data["pairs"],
-                      decision=data["decision"])
+                      decision=data["decision"], baseline_median_s=data["baseline_median_s"],
+                      candidate_median_s=data["candidate_median_s"])
 
 
 def compare_kernels(

@@ -1,6 +1,13 @@
-"""The source model: parsing (tree-sitter), the feature catalogue and detectors, and the rewrite
-passes that remove or insert one feature at a precise site (DESIGN.md §5)."""
+"""The source model: parsing (tree-sitter), the feature catalogue and detectors, compiled-output
+evidence, and the rewrite passes that remove or insert one feature at a precise site (DESIGN.md §5)."""
 
+from klineage.source.compiled import compiled_evidence
+from klineage.source.features import CATALOGUE, detect, present
 from klineage.source.model import CATEGORIES, Edit, FeatureHit, FeatureInfo, Site, unified_diff
+from klineage.source.passes import DEPENDS_ON, insertion_edits, removal_edits, removal_order
 
-__all__ = ["CATEGORIES", "Edit", "FeatureHit", "FeatureInfo", "Site", "unified_diff"]
+__all__ = [
+    "CATALOGUE", "CATEGORIES", "DEPENDS_ON", "Edit", "FeatureHit", "FeatureInfo", "Site",
+    "compiled_evidence", "detect", "insertion_edits", "present", "removal_edits", "removal_order",
+    "unified_diff",
+]

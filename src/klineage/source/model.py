@@ -34,6 +34,9 @@ class FeatureHit:
     feature: str
     site: Site
     detail: str = ""
+    removable: bool = True
+    """The feature's removal pass handles this site (False: e.g. a manually unrolled loop, a
+    swizzle entangled with descriptors, intrinsics outside an ISA guard)."""
 
 
 @dataclass(frozen=True)

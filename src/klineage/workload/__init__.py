@@ -4,9 +4,11 @@ from klineage.workload.inputs import allocate_outputs, generate_inputs, poison_v
 from klineage.workload.loader import load_kernel, load_reference, load_workload
 from klineage.workload.model import KernelSpec, TensorSpec, Workload
 from klineage.workload.reference import check_not_degenerate, run_reference
+from klineage.workload.state import KernelState
 
 __all__ = [
     "KernelSpec",
+    "KernelState",
     "TensorSpec",
     "Workload",
     "allocate_outputs",

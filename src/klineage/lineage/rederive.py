@@ -1,0 +1,72 @@
+"""Re-derivation: produce each forward step again from the simpler kernel, and gate it.
+
+The brain gets the simpler kernel, the feature's name and the tunables that worked, never the
+diff to reverse. A step counts as reproduced when the re-derived kernel passes the gate and runs
+at least 0.99x as fast as the faster state by the paired comparison (not shown slower, and the
+median ratio within 1%). A step that cannot be reproduced yields no skill and says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from klineage.editors import EditContext, Editor
+from klineage.lineage.gating import StateGate, load_state
+from klineage.lineage.model import Lineage, Rederivation, Transition
+from klineage.runs import RunDir
+from klineage.workload import Workload
+
+__all__ = ["SPEED_FLOOR", "rederive_lineage"]
+
+SPEED_FLOOR = 0.99
+"""The re-derived kernel must reach this fraction of the faster state's speed."""
+
+
+def rederive_lineage(workload: Workload, lineage: Lineage, brain: Editor, gate: StateGate,
+                     run: RunDir, say: Callable[[str], None] | None = None) -> Lineage:
+    say = say or (lambda _: None)
+    done = {e["transition"]: Rederivation(**e["rederivation"]) for e in run.events("rederived")}
+    for transition in lineage.transitions:
+        if transition.id not in done:
+            say(f"re-deriving {transition.feature} (step {transition.step})")
+            done[transition.id] = _rederive(workload, transition, brain, gate, run)
+            run.log("rederived", transition=transition.id,
+                    rederivation=done[transition.id].model_dump(mode="json"))
+        transition.rederivation = done[transition.id]
+    return lineage
+
+
+def _rederive(workload: Workload, transition: Transition, brain: Editor, gate: StateGate,
+              run: RunDir) -> Rederivation:
+    simpler = load_state(run.state_dir(transition.simpler_state), workload)
+    faster = load_state(run.state_dir(transition.faster_state), workload)
+    answer = brain.rederive(simpler, transition.feature, EditContext(workload=workload),
+                            transition.tunables)
+    notes = list(answer.failures)
+    for proposal in answer.proposals:
+        report = gate.check(proposal.state)
+        if not report.accepted:
+            notes.append(f"re-derived kernel {report.verdict.value}: {report.reason}")
+            continue
+        versus_faster = gate.compare(faster, proposal.state)
+        versus_simpler = gate.compare(simpler, proposal.state)
+        as_fast = versus_faster.decision != "slower" and versus_faster.ratio <= 1 / SPEED_FLOOR
+        result = Rederivation(
+            reproduced=as_fast, state=proposal.state.fingerprint,
+            diff=proposal.edit.diff if proposal.edit else "",
+            ratio_vs_faster=versus_faster.ratio, ci_high_vs_faster=versus_faster.ci_high,
+            speedup_over_simpler=1 / versus_simpler.ratio,
+            simpler_ms=_ms(versus_simpler.baseline_median_s),
+            rederived_ms=_ms(versus_simpler.candidate_median_s),
+            note=("reproduced" if as_fast else
+                  f"correct but slower than the faster state (time ratio {versus_faster.ratio:.3f}, "
+                  f"95% CI up to {versus_faster.ci_high:.3f})"),
+        )
+        if as_fast:
+            return result
+        notes.append(result.note)
+    return Rederivation(reproduced=False, note="; ".join(notes) or "no proposal")
+
+
+def _ms(seconds: float | None) -> float | None:
+    return seconds * 1e3 if seconds is not None else None

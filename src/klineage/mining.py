@@ -1,0 +1,138 @@
+"""``klineage mine``: backward walk → re-derivation → lift → admission → library.
+
+The one place where the lineage and skills stages meet.
+
+Every phase logs its decisions in the run's event log, and each phase reads the log first, so
+``--resume`` continues a killed run from where it stopped without redoing accepted work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from klineage.editors import get_editor
+from klineage.gate import GateOptions
+from klineage.lineage.gating import StateGate, load_state
+from klineage.lineage.model import Lineage
+from klineage.lineage.rederive import rederive_lineage
+from klineage.lineage.walk import WalkLimits, backward_walk
+from klineage.runs import RunDir
+from klineage.skills.admission import Context, admit
+from klineage.skills.card import SkillCard
+from klineage.skills.library import Library
+from klineage.skills.lift import lift_lineage
+from klineage.workload import KernelSpec, KernelState, Workload, load_kernel, load_workload
+
+__all__ = ["MineOptions", "MineResult", "default_admission_workloads", "mine"]
+
+SayFn = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class MineOptions:
+    brain: str = "rules"
+    limits: WalkLimits = field(default_factory=WalkLimits)
+    gate: GateOptions = field(default_factory=lambda: GateOptions(trials=5, compare_s=2.0))
+    admit_on: tuple[Path, ...] | None = None
+    """Workload folders whose naive kernels are admission contexts (None: the siblings)."""
+    max_trials: int = 3
+
+
+@dataclass
+class MineResult:
+    run: RunDir
+    lineage: Lineage
+    cards: list[SkillCard]
+    notes: list[str]
+    speedup: float | None
+    """Paired: time(final simpler state) / time(expert)."""
+    library: Path | None
+
+    def summary(self) -> dict[str, Any]:
+        lineage = self.lineage
+        return {
+            "run": str(self.run.path), "workload": lineage.workload,
+            "steps_accepted": len(lineage.transitions), "steps_rejected": len(lineage.rejections),
+            "stop_reason": lineage.stop_reason, "naive_reached": lineage.naive_reached,
+            "remaining_features": lineage.remaining_features,
+            "features_removed": [t.feature for t in lineage.transitions],
+            "lineage_speedup": self.speedup,
+            "cards_lifted": len(self.cards), "cards_admitted": sum(c.admitted for c in self.cards),
+            "cards": [{"id": c.id, "name": c.name, "feature": c.feature, "admitted": c.admitted,
+                       "effect": c.geomean_ratio()} for c in self.cards],
+            "notes": self.notes, "library": str(self.library) if self.library else None,
+        }
+
+
+def default_admission_workloads(workload: Workload) -> tuple[Path, ...]:
+    """Sibling workload folders (same parent) with a naive kernel: held-out contexts."""
+    parent = workload.root.parent
+    return tuple(sorted(p for p in parent.iterdir()
+                        if p != workload.root and (p / "workload.toml").is_file()
+                        and (p / "kernels" / "naive").is_dir()))
+
+
+def mine(workload: Workload, expert: KernelSpec, runs_root: Path, library: Path | None,
+         options: MineOptions = MineOptions(), resume: Path | None = None,
+         say: SayFn | None = None) -> MineResult:
+    say = say or (lambda _: None)
+    brain = get_editor(options.brain)
+    if resume:
+        run = RunDir.open(resume)
+        expert_state = load_state(run.state_dir(run.meta["expert_state"]), workload)
+    else:
+        expert_state = KernelState.from_spec(expert)
+        run = RunDir.create(runs_root, "mine", workload.name, {
+            "workload": str(workload.root), "expert": expert.name, "brain": options.brain,
+            "expert_state": expert_state.fingerprint, "library": str(library) if library else None})
+    gate = StateGate(run, workload, options.gate, progress=lambda s, d: say(f"{s}: {d}"))
+    lineage = backward_walk(workload, expert_state, brain, gate, run, options.limits, say)
+    lineage = rederive_lineage(workload, lineage, brain, gate, run, say)
+    speedup = _lineage_speedup(gate, run, workload, lineage, expert_state)
+    run.write_json("lineage.json", lineage.model_dump(mode="json"))
+    cards, notes = lift_lineage(lineage, workload, brain)
+    cards = _admit_all(run, cards, _contexts(run, workload, options), brain, options, say)
+    run_library = Library.open(run.path, create=True)  # runs/<id>/skills/<card id>/
+    for card in cards:
+        run_library.add(card)
+    if library is not None:
+        shared = Library.open(library, create=True)
+        cards = [shared.add(card) for card in cards]
+    result = MineResult(run, lineage, cards, notes, speedup, library)
+    run.write_json("summary.json", result.summary())
+    run.log("mine_finished", summary=result.summary())
+    return result
+
+
+def _lineage_speedup(gate: StateGate, run: RunDir, workload: Workload, lineage: Lineage,
+                     expert: KernelState) -> float | None:
+    if not lineage.transitions:
+        return None
+    final = load_state(run.state_dir(lineage.states[-1]), workload)
+    return 1 / gate.compare(final, expert).ratio
+
+
+def _contexts(run: RunDir, workload: Workload, options: MineOptions) -> list[Context]:
+    folders = options.admit_on if options.admit_on is not None else default_admission_workloads(workload)
+    contexts = []
+    for folder in folders:
+        other = load_workload(folder)
+        naive = KernelState.from_spec(load_kernel(other, "naive"))
+        contexts.append(Context(workload=other, state=naive, label=f"{other.name}/naive",
+                                gate=StateGate(run, other, options.gate)))
+    return contexts
+
+
+def _admit_all(run: RunDir, cards: list[SkillCard], contexts: list[Context], brain: Any,
+               options: MineOptions, say: SayFn) -> list[SkillCard]:
+    done = {e["card"]["id"]: SkillCard(**e["card"]) for e in run.events("card_admission")}
+    result = []
+    for card in cards:
+        if card.id not in done:
+            done[card.id] = admit(card, contexts, brain, options.max_trials, say)
+            run.log("card_admission", card=done[card.id].model_dump(mode="json"))
+        result.append(done[card.id])
+    return result

@@ -1,0 +1,106 @@
+"""Admission: a card is a hypothesis until a brain, given only the card, reproduces its effect
+under the gate on a context that did not produce it.
+
+A context is a kernel of another workload (or another kernel of the same one) where the card's
+feature is absent and its ``requires`` are present. The brain materializes the card; the result
+must pass the gate and be faster than the context kernel by the paired comparison. Every trial,
+passed or failed, is recorded on the card; a failure at a particular size also becomes a
+grounded shape precondition.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from klineage.editors import EditContext, Editor
+from klineage.lineage.gating import StateGate
+from klineage.skills.card import SkillCard, Trial
+from klineage.skills.lift import divisibility_precondition
+from klineage.source import present
+from klineage.workload import KernelState, Workload
+
+__all__ = ["Context", "admit", "applicable"]
+
+
+@dataclass(frozen=True)
+class Context:
+    """A held-out place to try a card."""
+
+    workload: Workload
+    state: KernelState
+    label: str
+    gate: StateGate
+
+
+def applicable(card: SkillCard, state: KernelState) -> str | None:
+    """None when the card may be tried on ``state``; else why not."""
+    features = present(state.source, state.language)
+    if not card.scope.covers(language=state.language):
+        return f"language {state.language} is outside the card's scope"
+    if card.feature in features:
+        return f"{card.feature} is already present"
+    missing = [f for f in card.requires if f not in features]
+    if missing:
+        return f"requires {', '.join(missing)}"
+    clashing = [f for f in card.conflicts if f in features]
+    return f"conflicts with {', '.join(clashing)}" if clashing else None
+
+
+def admit(card: SkillCard, contexts: list[Context], brain: Editor, max_trials: int = 3,
+          say: Callable[[str], None] | None = None) -> SkillCard:
+    """Try the card on held-out contexts until one reproduces its effect (or trials run out)."""
+    say = say or (lambda _: None)
+    sources = {e.workload for e in card.effect}
+    tried = 0
+    for context in contexts:
+        if tried >= max_trials or card.admitted:
+            break
+        if applicable(card, context.state) is not None:
+            continue
+        held_out = context.workload.name not in sources
+        tried += 1
+        say(f"admitting {card.name} on {context.label}")
+        card = _trial(card, context, brain, held_out)
+    return card
+
+
+def _trial(card: SkillCard, context: Context, brain: Editor, held_out: bool) -> SkillCard:
+    answer = brain.materialize(context.state, card, EditContext(workload=context.workload))
+    if not answer.proposals:
+        reason = "; ".join(answer.failures) or "the brain proposed nothing"
+        return card.with_trial(Trial(target=context.label, held_out=held_out, verdict="no_proposal",
+                                     effect_observed=None, reason=reason))
+    proposal = answer.proposals[0]
+    report = context.gate.check(proposal.state)
+    if not report.accepted:
+        card = card.with_trial(Trial(target=context.label, held_out=held_out,
+                                     verdict=report.verdict.value, effect_observed=None,
+                                     reason=report.reason))
+        return _learn_from_failure(card, context.workload, report.reason)
+    comparison = context.gate.compare(context.state, proposal.state)
+    faster = comparison.decision == "faster"
+    card = card.with_trial(Trial(
+        target=context.label, held_out=held_out, verdict="accepted" if faster else "slower",
+        effect_observed=1 / comparison.ratio,
+        reason=f"paired time ratio {comparison.ratio:.3f} (95% CI {comparison.ci_low:.3f}–"
+               f"{comparison.ci_high:.3f}): {comparison.decision}"))
+    if faster and held_out:
+        card = card.model_copy(update={"admitted": True})
+    return card
+
+
+def _learn_from_failure(card: SkillCard, workload: Workload, reason: str) -> SkillCard:
+    """A failure naming a size becomes a divisibility precondition where the evidence allows."""
+    match = re.match(r"at ((?:\w+=\d+ ?)+),", reason)
+    if not match:
+        return card
+    failing = dict(pair.split("=") for pair in match.group(1).split())
+    shapes = workload.shapes()
+    passed = shapes[: next((i for i, s in enumerate(shapes)
+                            if all(str(s[k]) == v for k, v in failing.items())), len(shapes))]
+    found = [divisibility_precondition(axis, [s[axis] for s in passed], int(value))
+             for axis, value in failing.items()]
+    extra = [p for p in found if p is not None]
+    return card.model_copy(update={"preconditions": [*card.preconditions, *extra]}) if extra else card

@@ -1,0 +1,172 @@
+"""Insertions of loop pragmas: omp parallel for, omp simd, unroll."""
+
+from __future__ import annotations
+
+from klineage.source._detect_common import unroll_pragmas
+from klineage.source._detect_cpu import omp_pragmas
+from klineage.source._insert_qualifiers import Inserted, is_device_code
+from klineage.source.parse import (
+    Parsed,
+    Splice,
+    ancestors,
+    for_loops,
+    function_definitions,
+    innermost,
+    loop_depth,
+    walk,
+)
+
+_EXITS = ("break_statement", "return_statement", "goto_statement")
+
+
+def _pragma_before(parsed: Parsed, loop, pragma: str) -> tuple[int, str]:
+    """Offset and text that put ``#pragma ...`` on its own line above ``loop``."""
+    line_start = parsed.data.rfind(b"\n", 0, loop.start_byte) + 1
+    prefix = parsed.data[line_start:loop.start_byte]
+    if prefix.strip():  # the loop shares its line (e.g. 'else for ...'): break the line
+        return loop.start_byte, f"\n#pragma {pragma}\n" + " " * len(prefix)
+    return line_start, f"#pragma {pragma}\n"
+
+
+def _has_pragma_above(parsed: Parsed, loop, pragma_nodes: list) -> bool:
+    return any(p.end_byte <= loop.start_byte and not parsed.data[p.end_byte:loop.start_byte].strip()
+               for p in pragma_nodes)
+
+
+def _locals_of(node) -> set[bytes]:
+    """Names declared inside ``node`` (the loop's own counter included)."""
+    names = set()
+    for declaration in (n for n in walk(node) if n.type == "declaration"):
+        for declarator in declaration.children_by_field_name("declarator"):
+            while declarator is not None and declarator.type != "identifier":
+                declarator = declarator.child_by_field_name("declarator")
+            if declarator is not None:
+                names.add(declarator.text)
+    return names
+
+
+def _scalar_writes(loop) -> list:
+    """Assignments and increments of plain identifiers inside the loop body."""
+    body = loop.child_by_field_name("body")
+    writes = []
+    for node in walk(body) if body is not None else []:
+        target = None
+        if node.type == "assignment_expression":
+            target = node.child_by_field_name("left")
+        elif node.type == "update_expression":
+            target = node.child_by_field_name("argument")
+        if target is not None and target.type == "identifier":
+            writes.append((node, target.text))
+    return writes
+
+
+# ---------------------------------------------------------------------------- omp parallel for
+
+
+def insert_omp_parallel(parsed: Parsed, params: dict) -> Inserted | None:
+    """Thread the outermost loop of the deepest nest (ties: the first)."""
+    if any(p for p in omp_pragmas(parsed)):
+        return None
+    outermost = [loop for loop in for_loops(parsed.root)
+                 if not any(a.type == "for_statement" for a in ancestors(loop))]
+    candidates = [loop for loop in outermost if _parallelizable(loop)]
+    if not candidates:
+        return None
+    loop = max(candidates, key=lambda candidate: (loop_depth(candidate), -candidate.start_byte))
+    splice = Splice(parsed.data)
+    pragma = params.get("pragma", "omp parallel for schedule(static)")
+    offset, text = _pragma_before(parsed, loop, pragma)
+    splice.replace(offset, offset, text)
+    flags = () if "-fopenmp" in params.get("flags", ()) else ("-fopenmp",)
+    return Inserted(splice.apply(), [parsed.site(loop)], {"pragma": pragma}, flags)
+
+
+def _parallelizable(loop) -> bool:
+    """The counter is the loop's own and no scalar from outside the loop is written in it."""
+    initializer = loop.child_by_field_name("initializer")
+    if initializer is None or initializer.type != "declaration":
+        return False
+    own = _locals_of(loop)
+    exits = any(n.type in _EXITS for n in walk(loop))
+    return not exits and all(name in own for _, name in _scalar_writes(loop))
+
+
+# ---------------------------------------------------------------------------- omp simd
+
+
+def insert_omp_simd(parsed: Parsed, params: dict) -> Inserted | None:
+    splice, sites, reductions = Splice(parsed.data), [], {}
+    existing = omp_pragmas(parsed)
+    for loop in innermost(for_loops(parsed.root)):
+        if _has_pragma_above(parsed, loop, existing):
+            continue
+        clause = _simd_clause(parsed, loop)
+        if clause is None:
+            continue
+        offset, text = _pragma_before(parsed, loop, f"omp simd{clause}")
+        splice.replace(offset, offset, text)
+        sites.append(loop)
+        if clause:
+            reductions[parsed.site(loop).start_line] = clause.strip()
+    if not sites:
+        return None
+    flags = () if {"-fopenmp", "-fopenmp-simd"} & set(params.get("flags", ())) else ("-fopenmp-simd",)
+    return Inserted(splice.apply(), [parsed.site(s) for s in sites], {"reductions": reductions}, flags)
+
+
+def _simd_clause(parsed: Parsed, loop) -> str | None:
+    """'' (no clause), ' reduction(+ : s)' for a sum, or None when the loop is not safe to vectorize."""
+    if any(n.type in _EXITS for n in walk(loop)):
+        return None
+    own = _locals_of(loop)
+    sums = set()
+    for node, name in _scalar_writes(loop):
+        if name in own:
+            continue
+        operator = node.child_by_field_name("operator")
+        if node.type != "assignment_expression" or operator is None or operator.text != b"+=":
+            return None
+        sums.add(name.decode())
+    if not _arrays_independent(loop):
+        return None
+    return "".join(f" reduction(+ : {name})" for name in sorted(sums))
+
+
+def _arrays_independent(loop) -> bool:
+    """Every array written in the loop is read (if at all) at the same subscript it is written."""
+    written: dict[bytes, set[bytes]] = {}
+    for node in walk(loop):
+        if node.type == "assignment_expression":
+            left = node.child_by_field_name("left")
+            if left.type == "subscript_expression":
+                written.setdefault(left.child_by_field_name("argument").text, set()).add(left.text)
+            elif left.type == "pointer_expression":
+                return False
+    for node in walk(loop):
+        if node.type == "subscript_expression":
+            base = node.child_by_field_name("argument").text
+            if base in written and node.text not in written[base]:
+                return False
+    return all(len(subscripts) == 1 for subscripts in written.values())
+
+
+# ---------------------------------------------------------------------------- unroll
+
+
+def insert_unroll(parsed: Parsed, params: dict) -> Inserted | None:
+    """'#pragma GCC unroll N' (C/C++) or '#pragma unroll [N]' (CUDA device code) on innermost loops."""
+    cuda = parsed.language == "cuda"
+    factor = params.get("factor", None if cuda else 4)
+    pragma = (f"unroll {factor}" if factor else "unroll") if cuda else f"GCC unroll {factor}"
+    device = [f for f in function_definitions(parsed.root) if is_device_code(f)] if cuda else [parsed.root]
+    existing = unroll_pragmas(parsed) + omp_pragmas(parsed)
+    splice, sites = Splice(parsed.data), []
+    for scope in device:
+        for loop in innermost(for_loops(scope)):
+            if not _has_pragma_above(parsed, loop, existing):
+                offset, text = _pragma_before(parsed, loop, pragma)
+                splice.replace(offset, offset, text)
+                sites.append(loop)
+    if not sites:
+        return None
+    return Inserted(splice.apply(), [parsed.site(s) for s in sites], {"factor": factor, "pragma": pragma})

@@ -1,0 +1,64 @@
+"""Insertion passes: the mechanical forward moves the rules brain can make.
+
+  restrict             restrict (C) / __restrict__ (C++, CUDA) on unqualified pointer parameters of
+                       helper functions and kernels, and on kl_launch's pointer locals (the ABI's
+                       input and output buffers never alias).
+  omp_parallel         '#pragma omp parallel for schedule(static)' on the outermost loop of the
+                       deepest loop nest, when its counter is declared in the loop and it assigns
+                       no scalar declared outside it (+ -fopenmp).
+  omp_simd             '#pragma omp simd' on innermost loops with no break/return, no scalar written
+                       from outside except 's += ...' sums (reduction(+:s)), and every written array
+                       read only at the same subscript (+ -fopenmp-simd unless -fopenmp is set).
+  unroll               '#pragma GCC unroll N' (params: factor, default 4) on innermost loops.
+  unroll_pragma        '#pragma unroll' or '#pragma unroll N' on innermost device loops.
+  launch_bounds        __launch_bounds__(B) on kernels whose launch sites all use one block size B.
+  read_only_cache      p[i] -> __ldg(&p[i]) for reads of const __restrict__ kernel parameters.
+  fast_math_intrinsics expf -> __expf (and logf/sinf/cosf), 1.0f / sqrtf(x) -> rsqrtf(x) in device code.
+  smem_padding_or_swizzle  [A][B] -> [A][B + 1] on 2-D 4-byte __shared__ tiles.
+Only an LLM brain can add: simd_intrinsics, packing, cache_blocking, loop_interchange,
+streaming_store, prefetch, vectorized_access, shared_memory_tiling, warp_shuffle_reduction,
+cp_async_pipeline, tma, tensor_core_mma, grid_stride_loop, register_blocking and swizzles: each
+needs new code whose shape depends on the algorithm, not a local rewrite.
+"""
+
+from __future__ import annotations
+
+from klineage.source._insert_loops import insert_omp_parallel, insert_omp_simd, insert_unroll
+from klineage.source._insert_qualifiers import (
+    insert_fast_math,
+    insert_launch_bounds,
+    insert_read_only_cache,
+    insert_restrict,
+    insert_smem_padding,
+)
+from klineage.source.model import Edit
+from klineage.source.parse import parse
+
+INSERTERS = {
+    "restrict": insert_restrict,
+    "omp_parallel": insert_omp_parallel,
+    "omp_simd": insert_omp_simd,
+    "unroll": insert_unroll,
+    "unroll_pragma": insert_unroll,
+    "launch_bounds": insert_launch_bounds,
+    "read_only_cache": insert_read_only_cache,
+    "fast_math_intrinsics": insert_fast_math,
+    "smem_padding_or_swizzle": insert_smem_padding,
+}
+
+
+def insertion_edits(text: str, language: str, feature: str, params: dict | None = None) -> list[Edit]:
+    """The mechanical insertion of ``feature`` as one Edit (empty when no site qualifies or no
+    rule exists). ``params`` may carry tunables (factor) and the kernel's current ``flags``."""
+    inserter = INSERTERS.get(feature)
+    if inserter is None:
+        return []
+    params = dict(params or {})
+    parsed = parse(text, language)
+    result = inserter(parsed, params)
+    if result is None or result.text == text:
+        return []
+    used = {k: v for k, v in {**params, **result.params}.items() if k != "flags"}
+    return [Edit(feature=feature, direction="insert", pass_name=f"insert_{feature}", old_source=text,
+                 new_source=result.text, sites=tuple(result.sites), params=used,
+                 flags_added=result.flags_added)]

@@ -1,0 +1,170 @@
+"""Removal and insertion passes: exact rewrites on small sources, order policy, and on every bundled
+expert: each removal removes its feature and the result is still a correct kernel (CPU: the gate;
+CUDA: nvcc, see test_cuda_builds.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from klineage.gate import Verdict, run_gate
+from klineage.source import DEPENDS_ON, detect, insertion_edits, present, removal_edits, removal_order
+from klineage.source.passes import REMOVAL_ORDER
+from source._kernels import (
+    CPU_WORKLOADS,
+    apply_flags,
+    backward_walk,
+    source_of,
+    workload,
+    write_kernel,
+)
+
+
+def _only(edits, feature):
+    (edit,) = [e for e in edits if e.feature == feature]
+    return edit
+
+
+def test_restrict_and_pragmas_are_dropped_exactly():
+    text = ("void f(float* restrict y, const float* restrict x, int n) {\n"
+            "#pragma omp parallel for schedule(static)\n"
+            "    for (int i = 0; i < n; i++) y[i] = x[i];\n}\n")
+    edits = removal_edits(text, "c", ("-fopenmp",))
+    assert _only(edits, "restrict").new_source.startswith("void f(float* y, const float* x, int n)")
+    threads = _only(edits, "omp_parallel")
+    assert "#pragma" not in threads.new_source and threads.flags_removed == ("-fopenmp",)
+    assert threads.sites[0].start_line == 2 and threads.diff.count("\n-#pragma") == 1
+
+
+def test_isa_block_becomes_its_general_branch():
+    text = ("int f(void) {\n#if defined(__AVX512F__)\n  return _mm512_foo();\n#elif defined(__AVX2__)\n"
+            "  return _mm256_foo();\n#else\n  return 0;\n#endif\n}\n")
+    edit = _only(removal_edits(text, "c"), "simd_intrinsics")
+    assert edit.new_source == "int f(void) {\n  return 0;\n}\n"
+
+
+def test_cuda_intrinsics_become_plain_forms():
+    text = ("__device__ float f(const float* __restrict__ p, float g, float s) {\n"
+            "  return __fdividef(g, 1.0f + __expf(-g)) * rsqrtf(s + 1.0f) + __ldg(&p[3]) + __ldg(p);\n}\n")
+    edits = removal_edits(text, "cuda")
+    math = _only(edits, "fast_math_intrinsics").new_source
+    assert "return (g / (1.0f + expf(-g))) * (1.0f / sqrtf(s + 1.0f))" in math
+    assert "p[3] + *p;" in _only(edits, "read_only_cache").new_source
+
+
+def test_launch_bounds_go_with_setmaxnreg():
+    text = ("__global__ void __launch_bounds__(384, 1) k(float* y) {\n"
+            "  asm volatile(\"setmaxnreg.inc.sync.aligned.u32 232;\\n\");\n  y[0] = 1.0f;\n}\n")
+    edit = _only(removal_edits(text, "cuda"), "launch_bounds")
+    assert edit.new_source == "__global__ void k(float* y) {\n  y[0] = 1.0f;\n}\n"
+
+
+def test_removal_order_puts_dependents_first():
+    assert removal_order(["omp_parallel", "restrict", "simd_intrinsics"]) == \
+        ["restrict", "simd_intrinsics", "omp_parallel"]
+    order = removal_order(REMOVAL_ORDER)
+    for feature, needs in DEPENDS_ON.items():
+        assert all(order.index(feature) < order.index(n) for n in needs)
+
+
+def test_a_prerequisite_is_not_proposed_while_its_dependent_is_present(monkeypatch):
+    import klineage.source.passes as passes
+
+    monkeypatch.setitem(passes.DEPENDS_ON, "unroll", ("restrict",))
+    text = "void f(float* restrict y) {\n#pragma GCC unroll 4\n  for (int i = 0; i < 4; i++) y[i] = 0;\n}\n"
+    assert [e.feature for e in removal_edits(text, "c")] == ["unroll"]
+
+
+@pytest.mark.parametrize("kind,name", [("cpu", n) for n in CPU_WORKLOADS] +
+                         [("cuda", "gemm_bf16"), ("cuda", "softmax"), ("cuda", "row_sum")])
+def test_each_removal_removes_its_feature_and_is_deterministic(kind, name):
+    text, spec = source_of(kind, name, "expert")
+    edits = removal_edits(text, spec.language, spec.flags)
+    assert edits and [e.feature for e in edits] == removal_order(e.feature for e in edits)
+    for edit in edits:
+        left = [h for h in detect(edit.new_source, spec.language) if h.feature == edit.feature]
+        assert not any(h.removable for h in left), edit.feature
+        assert edit.sites and edit.diff
+    assert [e.new_source for e in removal_edits(text, spec.language, spec.flags)] == \
+        [e.new_source for e in edits]
+
+
+@pytest.mark.parametrize("name", CPU_WORKLOADS)
+def test_every_cpu_expert_removal_passes_the_gate(name, quick, tmp_path):
+    text, spec = source_of("cpu", name, "expert")
+    options = replace(quick, profile=False)
+    for edit in removal_edits(text, "c", spec.flags):
+        kernel = write_kernel(tmp_path / edit.feature, workload("cpu", name), edit.new_source, "c",
+                              apply_flags(spec.flags, edit))
+        report = run_gate(workload("cpu", name), kernel, options=options)
+        assert report.verdict is Verdict.ACCEPTED, f"{edit.feature}: {report.reason}\n{edit.diff}"
+
+
+# The backward walk of each CPU expert: the features removed, in order, and what stays and why.
+WALKS = {
+    "rmsnorm": (["streaming_store", "restrict", "simd_intrinsics", "omp_simd", "omp_parallel"], set()),
+    "sgemm": (["unroll", "restrict", "simd_intrinsics", "omp_simd", "omp_parallel"],
+              {"cache_blocking", "packing"}),  # loop-nest restructuring: an LLM's rewrite
+    "softmax": (["streaming_store", "prefetch", "restrict", "simd_intrinsics", "omp_simd",
+                 "omp_parallel"], set()),
+    "stencil2d": (["unroll", "restrict", "simd_intrinsics", "omp_simd", "omp_parallel"], set()),
+    "transpose": (["unroll", "restrict", "simd_intrinsics", "omp_parallel"], {"cache_blocking"}),
+}
+
+
+@pytest.mark.parametrize("name", CPU_WORKLOADS)
+def test_backward_walk_of_cpu_expert_reaches_a_fixed_point(name, quick, tmp_path):
+    from klineage.backends.cpu import CpuBackend
+
+    text, spec = source_of("cpu", name, "expert")
+    steps = backward_walk(text, "c", spec.flags)
+    removed, remaining = WALKS[name]
+    assert [edit.feature for edit, _, _ in steps] == removed
+    final_text, final_flags = steps[-1][1], steps[-1][2]
+    assert present(final_text, "c") == remaining and removal_edits(final_text, "c", final_flags) == []
+    assert final_flags == ()  # -fopenmp left with the last OpenMP pragma
+    for i, (edit, step_text, step_flags) in enumerate(steps):
+        kernel = write_kernel(tmp_path / f"step{i}", workload("cpu", name), step_text, "c", step_flags)
+        assert CpuBackend().build(kernel).ok, edit.diff
+    report = run_gate(workload("cpu", name), kernel, options=replace(quick, profile=False))
+    assert report.verdict is Verdict.ACCEPTED, report.reason
+
+
+# ---------------------------------------------------------------------------- insertions
+
+
+def test_insertions_on_a_naive_cpu_kernel():
+    text, _ = source_of("cpu", "rmsnorm", "naive")
+    (threads,) = insertion_edits(text, "c", "omp_parallel")
+    assert threads.flags_added == ("-fopenmp",) and threads.sites[0].start_line == 15
+    assert "omp_parallel" in present(threads.new_source, "c")
+    (simd,) = insertion_edits(text, "c", "omp_simd")
+    assert "#pragma omp simd reduction(+ : ss)" in simd.new_source
+    (unroll,) = insertion_edits(text, "c", "unroll", {"factor": 2})
+    assert "#pragma GCC unroll 2" in unroll.new_source and unroll.params["factor"] == 2
+    assert insertion_edits(text, "c", "packing") == []  # an LLM's job
+
+
+def test_insertions_on_a_naive_cuda_kernel():
+    text, _ = source_of("cuda", "add_rmsnorm", "naive")
+    (bounds,) = insertion_edits(text, "cuda", "launch_bounds")
+    assert "__global__ void __launch_bounds__(128) add_rmsnorm_naive(" in bounds.new_source
+    (fast,) = insertion_edits(text, "cuda", "fast_math_intrinsics")
+    assert "rsqrtf(ss / (float)N + eps)" in fast.new_source
+    (restrict,) = insertion_edits(text, "cuda", "restrict")
+    (ldg,) = insertion_edits(restrict.new_source, "cuda", "read_only_cache")
+    assert "__ldg(&x[row * N + j])" in ldg.new_source and "__ldg(&res_out" not in ldg.new_source
+
+
+@pytest.mark.parametrize("name", CPU_WORKLOADS)
+def test_mechanical_insertions_keep_naive_cpu_kernels_correct(name, quick, tmp_path):
+    text, spec = source_of("cpu", name, "naive")
+    flags = spec.flags
+    for feature in ("restrict", "omp_parallel", "omp_simd", "unroll"):
+        for edit in insertion_edits(text, "c", feature, {"flags": flags}):
+            text, flags = edit.new_source, apply_flags(flags, edit)
+            assert feature in present(text, "c")
+    kernel = write_kernel(tmp_path / "inserted", workload("cpu", name), text, "c", flags)
+    report = run_gate(workload("cpu", name), kernel, options=replace(quick, profile=False))
+    assert report.verdict is Verdict.ACCEPTED, report.reason
