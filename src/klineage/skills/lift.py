@@ -82,7 +82,7 @@ def _card(lineage: Lineage, workload: Workload, transition: Transition, brain: E
         scope=Scope(ops=[workload.op], languages=[lineage.language], platforms=[lineage.platform],
                     prior_features=prior),
         requires=[f for f in DEPENDS_ON.get(transition.feature, ()) if f in prior],
-        provides=[transition.feature], conflicts=[],
+        provides=[transition.feature, *transition.nested], conflicts=[],
         rewrite=Rewrite(pass_name=f"insert_{transition.feature}", feature=transition.feature,
                         params=transition.tunables) if info.insertable else None,
     )

@@ -11,6 +11,7 @@ from klineage.source.parse import (
     ancestors,
     for_loops,
     function_definitions,
+    function_name,
     innermost,
     loop_depth,
     walk,
@@ -64,21 +65,54 @@ def _scalar_writes(loop) -> list:
 
 
 def insert_omp_parallel(parsed: Parsed, params: dict) -> Inserted | None:
-    """Thread the outermost loop of the deepest nest (ties: the first)."""
+    """Thread the outermost loop that encloses the most work (ties: the first).
+
+    Work counts the loops in the nest, including those of functions it calls, so a row loop
+    in kl_launch that calls per-row helpers wins over a loop inside a helper: threading the
+    helper's loop would fork and join once per row (measured 64x slower on rmsnorm).
+    """
     if any(p for p in omp_pragmas(parsed)):
         return None
     outermost = [loop for loop in for_loops(parsed.root)
-                 if not any(a.type == "for_statement" for a in ancestors(loop))]
-    candidates = [loop for loop in outermost if _parallelizable(loop)]
+                 if not any(a.type in ("for_statement", "while_statement", "do_statement")
+                            for a in ancestors(loop))]
+    candidates = [loop for loop in outermost if _parallelizable(loop) and not _called(parsed, loop)]
     if not candidates:
         return None
-    loop = max(candidates, key=lambda candidate: (loop_depth(candidate), -candidate.start_byte))
+    loop = max(candidates, key=lambda candidate: (_work(parsed, candidate), loop_depth(candidate),
+                                                  -candidate.start_byte))
     splice = Splice(parsed.data)
     pragma = params.get("pragma", "omp parallel for schedule(static)")
     offset, text = _pragma_before(parsed, loop, pragma)
     splice.replace(offset, offset, text)
     flags = () if "-fopenmp" in params.get("flags", ()) else ("-fopenmp",)
     return Inserted(splice.apply(), [parsed.site(loop)], {"pragma": pragma}, flags)
+
+
+def _functions_by_name(parsed: Parsed) -> dict[bytes, object]:
+    return {function_name(f).encode(): f for f in function_definitions(parsed.root)}
+
+
+def _work(parsed: Parsed, node, depth: int = 0) -> int:
+    """Loops under ``node``, following calls to functions defined in the file (3 levels)."""
+    functions = _functions_by_name(parsed)
+    total = sum(1 for n in walk(node) if n.type == "for_statement")
+    if depth < 3:
+        for call in (n for n in walk(node) if n.type == "call_expression"):
+            callee = functions.get(call.child_by_field_name("function").text)
+            if callee is not None and callee is not node:
+                total += _work(parsed, callee, depth + 1)
+    return total
+
+
+def _called(parsed: Parsed, loop) -> bool:
+    """The loop sits in a helper that another function of the file calls (not a top-level entry)."""
+    owner = next((a for a in ancestors(loop) if a.type == "function_definition"), None)
+    if owner is None:
+        return False
+    name = function_name(owner).encode()
+    return any(call.child_by_field_name("function").text == name
+               for call in walk(parsed.root) if call.type == "call_expression")
 
 
 def _parallelizable(loop) -> bool:
@@ -116,6 +150,8 @@ def insert_omp_simd(parsed: Parsed, params: dict) -> Inserted | None:
 
 def _simd_clause(parsed: Parsed, loop) -> str | None:
     """'' (no clause), ' reduction(+ : s)' for a sum, or None when the loop is not safe to vectorize."""
+    if loop.child_by_field_name("initializer") is None:
+        return None  # OpenMP needs a canonical loop: `for (; j < n; j++)` does not compile
     if any(n.type in _EXITS for n in walk(loop)):
         return None
     own = _locals_of(loop)
