@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import json
 import os
@@ -10,7 +9,7 @@ import platform as _platform
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -20,6 +19,7 @@ import numpy as np
 
 from klineage import settings
 from klineage.backends._build_cache import cached_build, parse_nm_undefined, run_tool
+from klineage.backends._shared import bind_launch, cached_ceilings
 from klineage.backends.base import BuildResult, Ceilings
 from klineage.errors import ToolchainError
 from klineage.workload.dtypes import dtype_info
@@ -96,14 +96,7 @@ class CpuBackend:
     def ceilings(self, threads: int | None, remeasure: bool = False) -> Ceilings:
         count = threads or 1
         path = settings.cache_dir() / "ceilings" / f"{self.platform()}-{_machine_key()}-t{count}.json"
-        if path.is_file() and not remeasure:
-            return Ceilings(**json.loads(path.read_text()))
-        ceilings = self._measure(count)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(ceilings.__dict__, indent=1))
-        os.replace(tmp, path)
-        return ceilings
+        return cached_ceilings(path, lambda: self._measure(count), remeasure)
 
     def _measure(self, threads: int) -> Ceilings:
         probe = KernelSpec(name="probe", source=_PROBE, language="c", flags=("-fopenmp",))
@@ -191,19 +184,7 @@ class CpuDevice:
         return buffer.ctypes.data
 
     def load(self, artifact: Path, entry: str) -> Callable[..., Callable[[], int]]:
-        function = getattr(ctypes.CDLL(str(artifact)), entry)
-        function.argtypes = [ctypes.c_void_p] * 5
-        function.restype = ctypes.c_int
-
-        def bind(ins: Sequence[int], outs: Sequence[int], axes: Sequence[int],
-                 params: Sequence[float]) -> Callable[[], int]:
-            args = ((ctypes.c_void_p * max(len(ins), 1))(*ins),
-                    (ctypes.c_void_p * max(len(outs), 1))(*outs),
-                    (ctypes.c_int64 * max(len(axes), 1))(*axes),
-                    (ctypes.c_double * max(len(params), 1))(*params), None)
-            return lambda: function(*args)
-
-        return bind
+        return bind_launch(artifact, entry, stream=None)  # CPU kernels get a NULL stream
 
     def synchronize(self) -> None:
         pass

@@ -7,7 +7,6 @@ visible device.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import json
 import os
@@ -15,7 +14,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -25,6 +24,7 @@ import numpy as np
 
 from klineage import settings
 from klineage.backends._build_cache import cached_build, parse_nm_undefined, run_tool
+from klineage.backends._shared import bind_launch, cached_ceilings
 from klineage.backends.base import BuildResult, Ceilings
 from klineage.errors import BackendUnavailableError, ToolchainError
 from klineage.workload.dtypes import dtype_info
@@ -127,22 +127,18 @@ class CudaBackend:
             raise BackendUnavailableError(f"cannot measure CUDA ceilings: {reason}")
         name = re.sub(r"[^A-Za-z0-9]+", "-", _device_name())
         path = settings.cache_dir() / "ceilings" / f"{self.platform()}-{name}.json"
-        if path.is_file() and not remeasure:
-            return Ceilings(**json.loads(path.read_text()))
+        return cached_ceilings(path, self._measure, remeasure)
+
+    def _measure(self) -> Ceilings:
         proc = subprocess.run([sys.executable, "-m", "klineage.backends._cuda_probe"],
                               capture_output=True, text=True, timeout=600)
         if proc.returncode != 0:
             raise ToolchainError(f"the CUDA ceiling probe failed: {proc.stderr.strip()[-800:]}")
         data = json.loads(proc.stdout)
-        ceilings = Ceilings(platform=self.platform(), bandwidth_gbps=data["copy_gbps"],
-                            compute_gflops=data["bf16_gflops"], cache_bytes=data["l2_bytes"],
-                            measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                            details={"device": _device_name(), **data["details"]})
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(ceilings.__dict__, indent=1))
-        os.replace(tmp, path)
-        return ceilings
+        return Ceilings(platform=self.platform(), bandwidth_gbps=data["copy_gbps"],
+                        compute_gflops=data["bf16_gflops"], cache_bytes=data["l2_bytes"],
+                        measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                        details={"device": _device_name(), **data["details"]})
 
 
 def _runs(tool: str) -> bool:
@@ -305,20 +301,7 @@ class CudaDevice:
         return buffer.data_ptr()
 
     def load(self, artifact: Path, entry: str) -> Callable[..., Callable[[], int]]:
-        function = getattr(ctypes.CDLL(str(artifact)), entry)
-        function.argtypes = [ctypes.c_void_p] * 5
-        function.restype = ctypes.c_int
-        stream = ctypes.c_void_p(self.stream.cuda_stream)
-
-        def bind(ins: Sequence[int], outs: Sequence[int], axes: Sequence[int],
-                 params: Sequence[float]) -> Callable[[], int]:
-            args = ((ctypes.c_void_p * max(len(ins), 1))(*ins),
-                    (ctypes.c_void_p * max(len(outs), 1))(*outs),
-                    (ctypes.c_int64 * max(len(axes), 1))(*axes),
-                    (ctypes.c_double * max(len(params), 1))(*params), stream)
-            return lambda: function(*args)
-
-        return bind
+        return bind_launch(artifact, entry, stream=self.stream.cuda_stream)
 
     def synchronize(self) -> None:
         self._torch.cuda.synchronize()

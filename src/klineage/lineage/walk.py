@@ -121,10 +121,7 @@ def backward_walk(workload: Workload, expert: KernelState, brain: Editor, gate: 
         proposals = [p for p in answer.proposals if (current.fingerprint, p.feature) not in tried
                      and not _blocked(p.feature or "", features)]
         if not proposals:
-            removable = sorted(f for f in features if CATALOGUE[f].removable)
-            reason = ("naive: no removable feature left" if not removable else
-                      f"no proposal passed the gate and the audit (left: {', '.join(removable)})")
-            return _stop(run, lineage, current, reason)
+            return _stop(run, lineage, current, _why_stuck(features))
         for proposal in proposals:
             rejection = walk.try_proposal(step, current, proposal)
             tried.add((current.fingerprint, proposal.feature))
@@ -139,6 +136,16 @@ def backward_walk(workload: Workload, expert: KernelState, brain: Editor, gate: 
             lineage.rejections.append(rejection)
             if len(lineage.rejections) >= limits.max_rejections:
                 break
+
+
+def _why_stuck(features: set[str]) -> str:
+    removable = sorted(f for f in features if CATALOGUE[f].removable)
+    if not features:
+        return "naive: the detector finds no optimization left"
+    if not removable:
+        return (f"no removal pass for what is left ({', '.join(sorted(features))}): "
+                f"removing it needs an LLM brain")
+    return f"no proposal passed the gate and the audit (left: {', '.join(removable)})"
 
 
 def _stop(run: RunDir, lineage: Lineage, current: KernelState, reason: str) -> Lineage:
