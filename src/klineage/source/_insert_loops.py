@@ -116,13 +116,80 @@ def _called(parsed: Parsed, loop) -> bool:
 
 
 def _parallelizable(loop) -> bool:
-    """The counter is the loop's own and no scalar from outside the loop is written in it."""
+    """The counter is the loop's own, no scalar from outside the loop is written in it, and
+    every array written from outside is indexed by the counter (a scratch row shared by all
+    iterations, written as e[j], would race: softmax's re-derivation was caught doing that)."""
     initializer = loop.child_by_field_name("initializer")
     if initializer is None or initializer.type != "declaration":
         return False
     own = _locals_of(loop)
     exits = any(n.type in _EXITS for n in walk(loop))
-    return not exits and all(name in own for _, name in _scalar_writes(loop))
+    if exits or not all(name in own for _, name in _scalar_writes(loop)):
+        return False
+    counter = _locals_of(initializer)
+    if _passes_shared_mutable_pointer(loop, own):
+        return False
+    return all(_write_is_private(target, own, counter) for target in _array_writes(loop))
+
+
+def _passes_shared_mutable_pointer(loop, own: set[bytes]) -> bool:
+    """A call in the loop gets, as a bare argument, a non-const pointer declared outside it:
+    the callee may write through it from every iteration (softmax's shared scratch row)."""
+    function = next((a for a in ancestors(loop) if a.type == "function_definition"), None)
+    if function is None:
+        return False
+    mutable = _mutable_pointers(function)
+    for call in (n for n in walk(loop) if n.type == "call_expression"):
+        arguments = call.child_by_field_name("arguments")
+        for argument in arguments.named_children if arguments is not None else ():
+            if argument.type == "identifier" and argument.text not in own and argument.text in mutable:
+                return True
+    return False
+
+
+def _mutable_pointers(function) -> set[bytes]:
+    """Names declared in ``function`` (parameters included) as pointers to non-const data."""
+    names = set()
+    for node in walk(function):
+        if node.type not in ("declaration", "parameter_declaration"):
+            continue
+        const = any(c.type == "type_qualifier" and c.text == b"const" for c in node.children)
+        declarators = node.children_by_field_name("declarator")
+        for declarator in declarators:
+            if declarator.type == "init_declarator":
+                declarator = declarator.child_by_field_name("declarator")
+            if declarator is not None and declarator.type == "pointer_declarator" and not const:
+                inner = declarator
+                while inner is not None and inner.type != "identifier":
+                    inner = inner.child_by_field_name("declarator")
+                if inner is not None:
+                    names.add(inner.text)
+    return names
+
+
+def _array_writes(loop) -> list:
+    """Left sides of assignments through subscripts or pointers inside the loop."""
+    targets = []
+    for node in walk(loop):
+        target = None
+        if node.type == "assignment_expression":
+            target = node.child_by_field_name("left")
+        elif node.type == "update_expression":
+            target = node.child_by_field_name("argument")
+        if target is not None and target.type in ("subscript_expression", "pointer_expression"):
+            targets.append(target)
+    return targets
+
+
+def _write_is_private(target, own: set[bytes], counter: set[bytes]) -> bool:
+    base = target.child_by_field_name("argument")
+    while base is not None and base.type in ("subscript_expression", "parenthesized_expression"):
+        inner = base.child_by_field_name("argument")
+        base = inner if inner is not None else next(iter(base.named_children), None)
+    if base is not None and base.type == "identifier" and base.text in own:
+        return True  # a pointer the iteration computed itself, e.g. yr = y + i * N
+    mentioned = {n.text for n in walk(target) if n.type == "identifier"}
+    return bool(mentioned & counter)
 
 
 # ---------------------------------------------------------------------------- omp simd
@@ -155,17 +222,50 @@ def _simd_clause(parsed: Parsed, loop) -> str | None:
     if any(n.type in _EXITS for n in walk(loop)):
         return None
     own = _locals_of(loop)
-    sums = set()
+    reductions: dict[str, str] = {}
     for node, name in _scalar_writes(loop):
         if name in own:
             continue
-        operator = node.child_by_field_name("operator")
-        if node.type != "assignment_expression" or operator is None or operator.text != b"+=":
+        kind = _reduction_kind(node, name)
+        if kind is None or reductions.get(name.decode(), kind) != kind:
             return None
-        sums.add(name.decode())
+        reductions[name.decode()] = kind
     if not _arrays_independent(loop):
         return None
-    return "".join(f" reduction(+ : {name})" for name in sorted(sums))
+    return "".join(f" reduction({kind} : {name})" for name, kind in sorted(reductions.items()))
+
+
+def _reduction_kind(node, name: bytes) -> str | None:
+    """'+' for ``s += v``; 'max'/'min' for ``m = v > m ? v : m`` or ``m = fmaxf(m, v)``."""
+    if node.type != "assignment_expression":
+        return None
+    operator = node.child_by_field_name("operator")
+    if operator is not None and operator.text == b"+=":
+        return "+"
+    right = node.child_by_field_name("right")
+    if operator is None or operator.text != b"=" or right is None:
+        return None
+    if right.type == "call_expression":
+        callee = right.child_by_field_name("function").text
+        arguments = right.child_by_field_name("arguments")
+        names = {a.text for a in arguments.named_children} if arguments is not None else set()
+        kind = {b"fmaxf": "max", b"fmax": "max", b"fminf": "min", b"fmin": "min"}.get(callee)
+        return kind if kind and name in names else None
+    if right.type != "conditional_expression":
+        return None
+    condition = right.child_by_field_name("condition")
+    while condition is not None and condition.type == "parenthesized_expression":
+        condition = next(iter(condition.named_children), None)
+    if condition is None or condition.type != "binary_expression":
+        return None
+    left, test, other = (condition.child_by_field_name(k) for k in ("left", "operator", "right"))
+    chosen = right.child_by_field_name("consequence")
+    fallback = right.child_by_field_name("alternative")
+    if name not in (left.text, other.text):
+        return None
+    if chosen is None or fallback is None or (chosen.text, fallback.text) != (left.text, other.text):
+        return None  # only "a OP b ? a : b" picks the larger (>) or smaller (<) of a and b
+    return {b">": "max", b">=": "max", b"<": "min", b"<=": "min"}.get(test.text)
 
 
 def _arrays_independent(loop) -> bool:
