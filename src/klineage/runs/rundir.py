@@ -1,0 +1,104 @@
+"""``runs/<id>/{run.json, events.jsonl, states/<fingerprint>/, lineage.json, skills/, report/}``.
+
+``events.jsonl`` is append-only and fsynced after every event, so a run killed at any point
+(SIGKILL included) loses at most the event being written; a torn last line is ignored on read.
+Everything else in the folder can be rebuilt from the events and the state folders.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from klineage.errors import ConfigError
+
+__all__ = ["RunDir", "fingerprint_text", "new_run_id", "write_atomic"]
+
+
+def new_run_id(kind: str, name: str) -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{kind}-{name}-{secrets.token_hex(3)}"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write through a temporary file and a rename, so readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+class RunDir:
+    """One run's folder."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    @classmethod
+    def create(cls, root: Path, kind: str, name: str, meta: dict[str, Any]) -> RunDir:
+        run = cls(root / new_run_id(kind, name))
+        (run.path / "states").mkdir(parents=True)
+        write_atomic(run.path / "run.json", json.dumps({"kind": kind, "name": name,
+                                                        "created_at": _now(), **meta}, indent=2))
+        run.log("run_started", kind=kind, name=name)
+        return run
+
+    @classmethod
+    def open(cls, path: Path) -> RunDir:
+        run = cls(Path(path))
+        if not (run.path / "run.json").is_file() or not (run.path / "events.jsonl").is_file():
+            raise ConfigError(f"{path}: not a run directory (no run.json / events.jsonl)")
+        return run
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return json.loads((self.path / "run.json").read_text())
+
+    def log(self, event: str, **data: Any) -> dict[str, Any]:
+        """Append one event and fsync it before returning."""
+        record = {"t": _now(), "event": event, **data}
+        with open(self.path / "events.jsonl", "a") as handle:
+            handle.write(json.dumps(record, default=str) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        return record
+
+    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
+        """Every complete event, in order (a line torn by a kill is skipped)."""
+        path = self.path / "events.jsonl"
+        records = []
+        for line in path.read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if kind is None or record.get("event") == kind:
+                records.append(record)
+        return records
+
+    def state_dir(self, fingerprint: str) -> Path:
+        return self.path / "states" / fingerprint
+
+    def write_json(self, name: str, data: Any) -> Path:
+        path = self.path / name
+        write_atomic(path, json.dumps(data, indent=2, default=str))
+        return path
+
+
+def fingerprint_text(*parts: str) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode() + b"\0")
+    return digest.hexdigest()[:16]
