@@ -208,9 +208,14 @@ class _Run:
 
     def _speed_of_light(self) -> bool:
         started = time.perf_counter()
-        ceilings = self.backend.ceilings(self.threads)
         timing = self.report.timing
-        sol = speed_of_light(self.workload, timing.median_s, ceilings, timing.footprint_bytes)
+        sol = speed_of_light(self.workload, timing.median_s, self.backend.ceilings(self.threads),
+                             timing.footprint_bytes)
+        if too_fast(sol):  # measure the ceilings again before calling anything a cheat
+            self.progress("speed_of_light", "result beats the cached ceilings: measuring them again")
+            sol = speed_of_light(self.workload, timing.median_s,
+                                 self.backend.ceilings(self.threads, remeasure=True),
+                                 timing.footprint_bytes)
         self.report.sol = sol
         cheat = too_fast(sol)
         self._stage("speed_of_light", cheat is None, started, cheat or "within the bound")
