@@ -77,7 +77,8 @@ def _card(lineage: Lineage, workload: Workload, transition: Transition, brain: E
                        ratio=redo.speedup_over_simpler)]
         if redo.simpler_ms and redo.rederived_ms else [],
         evidence=Evidence(transitions=[transition.id],
-                          gate_reports=[transition.faster_state, transition.simpler_state, redo.state or ""]),
+                          gate_reports=[s for s in (transition.faster_state, transition.simpler_state,
+                                                    redo.state) if s]),
         risk=_risks(lineage, transition),
         scope=Scope(ops=[workload.op], languages=[lineage.language], platforms=[lineage.platform],
                     prior_features=prior),
