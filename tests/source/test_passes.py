@@ -168,3 +168,9 @@ def test_mechanical_insertions_keep_naive_cpu_kernels_correct(name, quick, tmp_p
     kernel = write_kernel(tmp_path / "inserted", workload("cpu", name), text, "c", flags)
     report = run_gate(workload("cpu", name), kernel, options=replace(quick, profile=False))
     assert report.verdict is Verdict.ACCEPTED, report.reason
+
+
+def test_unroll_removal_records_the_factor_that_worked():
+    text, _ = source_of("cpu", "stencil2d", "expert")
+    (unroll,) = [e for e in removal_edits(text, "c") if e.feature == "unroll"]
+    assert unroll.params["factor"] == 2  # re-derivation and the skill carrier reuse it

@@ -30,6 +30,8 @@ manual unrolling, unguarded intrinsics, and fast-path features without a general
 
 from __future__ import annotations
 
+import re
+
 from klineage.source._insertions import insertion_edits
 from klineage.source._removals import REMOVERS
 from klineage.source.features import detect_parsed
@@ -120,8 +122,16 @@ def _removal_edit(parsed: Parsed, feature: str, hits: list[FeatureHit], present_
     pass_name = _PASS_NAMES.get(feature, "keep_general_branch")
     return Edit(feature=feature, direction="remove", pass_name=pass_name, old_source=parsed.text,
                 new_source=new_text, sites=tuple(h.site for h in hits),
-                params={"also_removes": also} if also else {},
+                params={**_tunables(feature, hits), **({"also_removes": also} if also else {})},
                 flags_removed=_openmp_flag_removed(new_parsed, flags))
+
+
+def _tunables(feature: str, hits: list[FeatureHit]) -> dict[str, int]:
+    """Values that worked, for the skill carrier and the re-derivation (the unroll factor)."""
+    if feature not in ("unroll", "unroll_pragma"):
+        return {}
+    factors = [int(m.group(1)) for h in hits for m in [re.search(r"unroll\s+(\d+)", h.site.text)] if m]
+    return {"factor": max(set(factors), key=factors.count)} if factors else {}
 
 
 def _openmp_flag_removed(parsed: Parsed, flags: tuple[str, ...]) -> tuple[str, ...]:
