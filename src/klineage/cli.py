@@ -8,25 +8,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
 from klineage import __version__
+from klineage._cli_common import JsonOpt, console, err_console, new_app
 from klineage._render import doctor_table, gate_summary_table, stage_table, verdict_style
 from klineage.errors import ConfigError, KlineageError
 
-app = typer.Typer(
-    name="klineage",
-    help="Learn when a kernel optimization is sound, under one compile/correctness/profile gate.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
-console = Console()
-err_console = Console(stderr=True)
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+app = new_app("klineage",
+              "Learn when a kernel optimization is sound, under one compile/correctness/profile gate.")
 
 
 def _version(value: bool) -> None:

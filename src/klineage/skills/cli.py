@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from klineage._cli_common import JsonOpt, console, err_console, new_app
 from klineage.errors import KlineageError
 from klineage.skills.card import SkillCard
 from klineage.skills.export import ExportFormat, export_cards
@@ -26,18 +26,9 @@ from klineage.skills.render import skill_body
 
 __all__ = ["skills_app"]
 
-skills_app = typer.Typer(
-    name="skills",
-    help="Browse, search and export a library of verified optimization skills.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
-console = Console()
-err_console = Console(stderr=True)
+skills_app = new_app("skills", "Browse, search and export a library of verified optimization skills.")
 
 LibraryOpt = Annotated[Path, typer.Option("--library", help="The skill library folder.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 AllOpt = Annotated[bool, typer.Option(
     "--all", help="Include cards not admitted yet (hypotheses no round trip has confirmed).")]
 DEFAULT_LIBRARY = Path("library")
