@@ -20,7 +20,7 @@ EXPECTED = {
     klineage.editors: ["Answer", "EditContext", "Editor", "Proposal", "Usage", "get_editor"],
     klineage.lineage: ["Lineage", "Rederivation", "Rejection", "StateGate", "Transition",
                        "WalkLimits", "backward_walk", "rederive_lineage"],
-    klineage.runs: ["RunDir", "new_run_id"],
+    klineage.runs: ["Budget", "Meter", "RunDir", "Spent", "new_run_id"],
 }
 
 

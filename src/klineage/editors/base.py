@@ -76,3 +76,10 @@ class Editor(Protocol):
 
     def materialize(self, state: KernelState, card: Any, ctx: EditContext) -> Answer:
         """Proposals applying a skill card to a kernel that did not produce it."""
+
+    def improve(self, state: KernelState, ctx: EditContext) -> Answer:
+        """Proposals making ``state`` faster with no skill card: the baselines' step.
+
+        ``ctx.feedback`` carries the last gate result; ``ctx.extra`` may carry ``memory``
+        (summarised past slow→fast pairs) or ``expert_source`` (a raw expert kernel).
+        """

@@ -4,6 +4,7 @@ simplify   every applicable single-feature removal pass, in the walk's order
 rederive   the feature's insertion pass on the simpler kernel, with the tunables that worked
 lift       card text from the feature catalogue and the transition's facts
 materialize the card's insertion pass (``card.rewrite``) on the new kernel
+improve    every insertion pass that applies to the kernel (the caller orders them)
 
 Features without an insertion pass (SIMD intrinsics, packing, tensor cores, ...) cannot be
 re-derived or materialized by this brain: those steps yield no skill with it, and say so.
@@ -58,6 +59,16 @@ class RulesEditor:
         if rewrite is None:
             return Answer([], failures=["the card has no mechanical rewrite for the rules brain"])
         return self.rederive(state, rewrite.feature, ctx, rewrite.params)
+
+    def improve(self, state: KernelState, ctx: EditContext) -> Answer:
+        present_now = set(ctx.features)
+        proposals = []
+        for name, info in CATALOGUE.items():
+            if not info.insertable or name in present_now or state.language not in info.languages:
+                continue
+            edits = insertion_edits(state.source, state.language, name, {"flags": list(state.flags)})
+            proposals.extend(self._proposal(state, e, "improve") for e in edits[:1])
+        return Answer(proposals)
 
     @staticmethod
     def _proposal(state: KernelState, edit: Any, direction: str) -> Proposal:

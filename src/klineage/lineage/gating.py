@@ -8,7 +8,7 @@ from pathlib import Path
 
 from klineage.backends import Backend, backend_for
 from klineage.gate import Comparison, GateOptions, GateReport, compare_kernels, run_gate
-from klineage.runs import RunDir
+from klineage.runs import Meter, RunDir
 from klineage.source import CATALOGUE, compiled_evidence, detect, present
 from klineage.workload import KernelSpec, KernelState, Workload, load_kernel
 
@@ -21,9 +21,12 @@ class StateGate:
     """The gate, bound to one workload and one run directory."""
 
     def __init__(self, run: RunDir, workload: Workload, options: GateOptions,
-                 backend: Backend | None = None, progress: ProgressFn | None = None):
+                 backend: Backend | None = None, progress: ProgressFn | None = None,
+                 meter: Meter | None = None):
         self.run, self.workload, self.options = run, workload, options
         self.backend = backend
+        self.meter = meter
+        """Charged one gate run per gate actually run (cached reports and comparisons are free)."""
         self.progress = progress or (lambda stage, detail: None)
 
     def spec(self, state: KernelState) -> KernelSpec:
@@ -39,6 +42,8 @@ class StateGate:
         cached = self.run.state_dir(state.fingerprint) / name
         if cached.is_file():
             return GateReport.model_validate_json(cached.read_text())
+        if self.meter is not None:
+            self.meter.charge_gate(f"{self.workload.name}/{state.fingerprint}")
         report = run_gate(self.workload, self.spec(state), backend=self._backend(state),
                           options=replace(self.options, profile=profile), on_progress=self.progress)
         cached.write_text(report.model_dump_json(indent=1))

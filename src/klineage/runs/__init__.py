@@ -1,5 +1,11 @@
-"""Run directories: an append-only, fsynced event log every decision can be derived from."""
+"""Run directories (an append-only, fsynced event log every decision can be derived from) and
+the budget meter whose every charge goes into that log.
 
+The meter lives here, not in ``optimize/``, because ``mine`` and ``bench`` charge it too and the
+gate wrapper in ``lineage/`` must import it without importing the forward loop.
+"""
+
+from klineage.runs.budget import Budget, Meter, Spent
 from klineage.runs.rundir import RunDir, new_run_id
 
-__all__ = ["RunDir", "new_run_id"]
+__all__ = ["Budget", "Meter", "RunDir", "Spent", "new_run_id"]
