@@ -113,6 +113,9 @@ class Backend(Protocol):
     name: str
     denied_symbols: dict[str, tuple[str, ...]]
     """Backend-specific additions to the static deny-list: {why: (glob patterns)}."""
+    standby_imports: tuple[str, ...]
+    """Modules a standby worker imports before its job arrives, while the previous candidate
+    runs. Empty: no standby worker (where its start-up would steal CPU from a timed run)."""
 
     def unavailable_reason(self) -> str | None:
         """None when usable here, else one line saying why not."""

@@ -40,6 +40,8 @@ class CpuBackend:
 
     name = "cpu"
     denied_symbols: ClassVar[dict[str, tuple[str, ...]]] = {}
+    # A standby worker's start-up would run on the cores the timed kernel is using.
+    standby_imports: ClassVar[tuple[str, ...]] = ()
 
     def unavailable_reason(self) -> str | None:
         try:

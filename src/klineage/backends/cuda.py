@@ -55,6 +55,10 @@ class CudaBackend:
 
     name = "cuda"
     denied_symbols = DENIED_SYMBOLS
+    # Importing torch costs seconds of host CPU and touches no GPU, so a standby worker pays it
+    # while the previous candidate is timed on the device. The CUDA context is created only after
+    # the job arrives, inside the timing lock.
+    standby_imports = ("torch",)
 
     def unavailable_reason(self) -> str | None:
         if not _runs(settings.nvcc()):

@@ -3,10 +3,12 @@ cap, and turning every way it can die into data."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -52,22 +54,56 @@ def run_worker(
     env: dict[str, str],
     limits: Limits,
     on_progress: Callable[[str, str], None] | None = None,
+    standby_imports: tuple[str, ...] = (),
 ) -> WorkerOutcome:
-    """Run one job in a fresh ``python -m klineage.gate.worker`` process group."""
-    with tempfile.TemporaryDirectory(prefix="klineage-worker-") as scratch:
-        folder = Path(scratch)
+    """Run one job in a fresh ``python -m klineage.gate.worker`` process group.
+
+    With ``standby_imports`` the job goes to a process started earlier that has already imported
+    them (or a new one), and the next such process starts right away: every job still gets a
+    process no kernel has run in, without waiting for the imports.
+    """
+    worker = _STANDBY.take(env, limits, standby_imports) if standby_imports else None
+    worker = worker or _Worker.start(env, limits, standby_imports)
+    if standby_imports:
+        _STANDBY.refill(env, limits, standby_imports)
+    try:
+        return worker.run(job, limits, on_progress)
+    finally:
+        worker.discard()
+
+
+class _Worker:
+    """One worker process, waiting on stdin for the path of its job."""
+
+    def __init__(self, folder: Path, process: subprocess.Popen, log: Any):
+        self.folder, self.process, self._log = folder, process, log
+
+    @classmethod
+    def start(cls, env: dict[str, str], limits: Limits, imports: tuple[str, ...]) -> _Worker:
+        folder = Path(tempfile.mkdtemp(prefix="klineage-worker-"))
+        log = open(folder / "worker.log", "wb")  # noqa: SIM115 - closed by discard()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "klineage.gate.worker", "--stdin", *imports],
+            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, **env}, start_new_session=True,
+            preexec_fn=_limit_memory(limits.memory_bytes),
+        )
+        return cls(folder, process, log)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def run(self, job: dict[str, Any], limits: Limits,
+            on_progress: Callable[[str, str], None] | None) -> WorkerOutcome:
+        folder = self.folder
         job = {**job, "progress": str(folder / "progress.jsonl"), "result": str(folder / "result.json")}
         (folder / "job.json").write_text(json.dumps(job))
         Path(job["progress"]).touch()
-        with open(folder / "worker.log", "wb") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "klineage.gate.worker", str(folder / "job.json")],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env={**os.environ, **env}, start_new_session=True,
-                preexec_fn=_limit_memory(limits.memory_bytes),
-            )
-            watch = _watch(process, Path(job["progress"]), limits, on_progress)
-            status, last, peak = watch
+        with contextlib.suppress(BrokenPipeError):
+            self.process.stdin.write(f"{folder / 'job.json'}\n".encode())
+            self.process.stdin.close()
+        status, last, peak = _watch(self.process, Path(job["progress"]), limits, on_progress)
+        self._log.flush()
         log_tail = (folder / "worker.log").read_bytes()[-2000:].decode(errors="replace").strip()
         result_path = Path(job["result"])
         if status == "exited" and result_path.is_file():
@@ -76,8 +112,46 @@ def run_worker(
         if status == "timeout":
             return WorkerOutcome("timeout", reason=_timeout_reason(limits, last), last_step=last,
                                  log_tail=log_tail)
-        return WorkerOutcome("died", reason=_death_reason(process.returncode, limits, log_tail, peak),
+        return WorkerOutcome("died", reason=_death_reason(self.process.returncode, limits, log_tail,
+                                                          peak),
                              last_step=last, log_tail=log_tail)
+
+    def discard(self) -> None:
+        if self.alive():
+            _kill_group(self.process)
+        self._log.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class _StandbyPool:
+    """At most one waiting worker per (environment, limits, imports)."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[tuple, _Worker] = {}
+        atexit.register(self.close)
+
+    @staticmethod
+    def _key(env: dict[str, str], limits: Limits, imports: tuple[str, ...]) -> tuple:
+        return tuple(sorted(env.items())), limits.memory_bytes, imports
+
+    def take(self, env: dict[str, str], limits: Limits, imports: tuple[str, ...]) -> _Worker | None:
+        worker = self._waiting.pop(self._key(env, limits, imports), None)
+        if worker is not None and not worker.alive():
+            worker.discard()
+            return None
+        return worker
+
+    def refill(self, env: dict[str, str], limits: Limits, imports: tuple[str, ...]) -> None:
+        key = self._key(env, limits, imports)
+        if key not in self._waiting:
+            self._waiting[key] = _Worker.start(env, limits, imports)
+
+    def close(self) -> None:
+        while self._waiting:
+            self._waiting.popitem()[1].discard()
+
+
+_STANDBY = _StandbyPool()
 
 
 def _limit_memory(limit: int | None) -> Callable[[], None] | None:

@@ -169,7 +169,8 @@ class _Run:
         lock = settings.cache_dir() / "locks" / f"{self.backend.device_key()}.lock"
         lock.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(str(lock)):
-            outcome = run_worker(job, self.backend.worker_env(self.threads), limits, self.progress)
+            outcome = run_worker(job, self.backend.worker_env(self.threads), limits, self.progress,
+                                 standby_imports=self.backend.standby_imports)
         if outcome.status == "timeout":
             self._fail(Verdict.TIMEOUT, outcome.reason)
             return None

@@ -1,13 +1,16 @@
 """The gate's isolated worker: correctness checks and timing of built kernels.
 
-Run as ``python -m klineage.gate.worker JOB.json`` by ``gate.isolation``; never imported by the
-parent for running kernels. A candidate that crashes, hangs or exhausts memory takes only this
-process down. It reports through two files named in the job: ``progress`` (one JSON line per
-step, so the parent can tell where a crash or hang happened) and ``result`` (written last).
+Run as ``python -m klineage.gate.worker --stdin [MODULE ...]`` by ``gate.isolation``: it imports
+the modules, then reads the path of its job from stdin (so a standby worker can pay its start-up
+while the previous candidate runs). Never imported by the parent for running kernels. A
+candidate that crashes, hangs or exhausts memory takes only this process down. It reports
+through two files named in the job: ``progress`` (one JSON line per step, so the parent can tell
+where a crash or hang happened) and ``result`` (written last).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -35,7 +38,12 @@ class _Progress:
 
 
 def main(argv: list[str]) -> int:
-    job = json.loads(Path(argv[1]).read_text())
+    for module in argv[2:]:
+        importlib.import_module(module)
+    job_path = sys.stdin.readline().strip()
+    if not job_path:  # the parent went away before handing over a job
+        return 0
+    job = json.loads(Path(job_path).read_text())
     progress = _Progress(job["progress"])
     progress("worker", "started")
     try:

@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from klineage.backends import Backend, backend_for
+from klineage.executors import Executor, LocalExecutor
 from klineage.gate import Comparison, GateOptions, GateReport, compare_kernels, run_gate
 from klineage.runs import Meter, RunDir
 from klineage.source import CATALOGUE, compiled_evidence, detect, present
@@ -26,6 +27,7 @@ class StateGate:
         self.run, self.workload, self.options = run, workload, options
         self.backend = backend
         self.meter = meter
+        self.executor: Executor = LocalExecutor()
         """Charged one gate run per gate actually run (cached reports and comparisons are free)."""
         self.progress = progress or (lambda stage, detail: None)
 
@@ -34,6 +36,14 @@ class StateGate:
 
     def _backend(self, state: KernelState) -> Backend:
         return self.backend or backend_for(state.language)
+
+    def prebuild(self, states: list[KernelState]) -> None:
+        """Compile candidates in parallel before they are gated one at a time."""
+        by_backend: dict[str, list[KernelState]] = {}
+        for state in states:
+            by_backend.setdefault(state.language, []).append(state)
+        for group in by_backend.values():
+            self.executor.prebuild(self._backend(group[0]), [self.spec(s) for s in group])
 
     def check(self, state: KernelState, profile: bool = False) -> GateReport:
         """Compile + correctness (+ profile); the report is kept next to the state's source."""

@@ -122,6 +122,7 @@ def backward_walk(workload: Workload, expert: KernelState, brain: Editor, gate: 
                      and not _blocked(p.feature or "", features)]
         if not proposals:
             return _stop(run, lineage, current, _why_stuck(features))
+        gate.prebuild([p.state for p in proposals])
         for proposal in proposals:
             rejection = walk.try_proposal(step, current, proposal)
             tried.add((current.fingerprint, proposal.feature))
