@@ -10,7 +10,7 @@ from klineage.backends import Backend, backend_for
 from klineage.executors import Executor, LocalExecutor
 from klineage.gate import Comparison, GateOptions, GateReport, compare_kernels, run_gate
 from klineage.runs import Meter, RunDir
-from klineage.source import CATALOGUE, compiled_evidence, detect, present
+from klineage.source import CATALOGUE, compiled_evidence, detect, feature_region, present
 from klineage.workload import KernelSpec, KernelState, Workload, load_kernel
 
 __all__ = ["StateGate", "load_state"]
@@ -105,11 +105,11 @@ class StateGate:
 
 
 def _inside(state: KernelState, inner: str, outer: str) -> bool:
-    """Every site of ``inner`` lies within a site of ``outer``."""
-    hits = detect(state.source, state.language)
-    spans = [(h.site.start_byte, h.site.end_byte) for h in hits if h.feature == outer]
+    """Every site of ``inner`` lies within the code a removal of ``outer`` takes away (for a
+    fast-path feature: the whole fast path, so a register tile of the vector kernel goes with it)."""
+    spans = feature_region(state.source, state.language, outer)
     return all(any(lo <= h.site.start_byte and h.site.end_byte <= hi for lo, hi in spans)
-               for h in hits if h.feature == inner)
+               for h in detect(state.source, state.language) if h.feature == inner)
 
 
 def load_state(folder: Path, workload: Workload) -> KernelState:

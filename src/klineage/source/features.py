@@ -25,7 +25,7 @@ from klineage.source._fast_path import find_fast_path
 from klineage.source.model import FeatureHit, FeatureInfo
 from klineage.source.parse import Parsed, parse
 
-__all__ = ["CATALOGUE", "FAST_PATH_FEATURES", "detect", "detect_parsed", "present"]
+__all__ = ["CATALOGUE", "FAST_PATH_FEATURES", "detect", "detect_parsed", "feature_region", "present"]
 
 _C, _CU, _ALL = ("c", "cpp"), ("cuda",), ("c", "cpp", "cuda")
 
@@ -104,6 +104,18 @@ def detect_parsed(parsed: Parsed) -> list[FeatureHit]:
 def present(text: str, language: str) -> set[str]:
     """The names of the features the source shows."""
     return {h.feature for h in detect(text, language)}
+
+
+def feature_region(text: str, language: str, feature: str) -> list[tuple[int, int]]:
+    """Byte spans a removal of ``feature`` takes away: the whole fast path (kernels, helpers only
+    it uses, the launch branch) for a fast-path feature, else the feature's own sites."""
+    parsed = parse(text, language)
+    hits = detect_parsed(parsed)
+    if feature in FAST_PATH_FEATURES:
+        path = find_fast_path(parsed)
+        if path is not None and fast_path_feature(parsed, hits, path) == feature:
+            return path.regions()
+    return [(h.site.start_byte, h.site.end_byte) for h in hits if h.feature == feature]
 
 
 def _mark_fast_path(parsed: Parsed, hits: list[FeatureHit]) -> list[FeatureHit]:
