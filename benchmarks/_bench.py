@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 from dataclasses import dataclass
@@ -43,8 +44,10 @@ def gate_examples(folder: Path, options: GateOptions, only: list[str] | None = N
 
 def header(title: str, device: str) -> str:
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=REPO).stdout.strip() or "unknown"
+    # A copy of the tree on another machine may carry a stale .git: the caller can name the commit.
+    commit = os.environ.get("KLINEAGE_BENCH_COMMIT") or subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO
+    ).stdout.strip() or "unknown"
     return (f"# {title}\n\n- date: {when}\n- machine: {device}\n- host: {platform.node()} "
             f"({platform.machine()})\n- klineage commit: {commit}\n")
 
