@@ -26,6 +26,20 @@ def test_fixture_loads(axpy):
     assert axpy.tolerance_for(axpy.outputs[0]) == (1e-4, 1e-5)
 
 
+def test_quick_axes_replace_the_benchmark_sizes_only_when_asked(axpy_copy):
+    _edit(axpy_copy, "[axes]\nN = 1000003\n", "[axes]\nN = 1000003\n\n[quick_axes]\nN = 4099\n")
+    full, quick = load_workload(axpy_copy), load_workload(axpy_copy, quick=True)
+    assert (full.axes, full.quick) == ({"N": 1000003}, False)
+    assert (quick.axes, quick.quick) == ({"N": 4099}, True)
+    assert quick.check_shapes == full.check_shapes
+    assert quick.fingerprint() != full.fingerprint()  # caches never mix the two sizes
+
+
+def test_quick_without_quick_axes_keeps_the_benchmark_sizes(axpy):
+    quick = load_workload(axpy.root, quick=True)
+    assert quick.axes == axpy.axes and not quick.quick
+
+
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
@@ -38,6 +52,8 @@ def test_fixture_loads(axpy):
         ("alpha = 1.5", 'alpha = "big"', r"params\.alpha: must be a number"),
         ('bytes = "12 * N"', 'bytes = "12 * Q"', r"cost\.bytes: unknown name 'Q'"),
         ("N = 1000003", "N = 0", r"axes\.N: must be a positive integer"),
+        ("[axes]\nN = 1000003\n", "[axes]\nN = 1000003\n[quick_axes]\nM = 3\n",
+         r"quick_axes\.M: not a declared axis"),
         ('name = "axpy"', 'name = "axpy', r"not valid TOML"),
         ('[inputs.z]\nshape = ["N"]\ndtype = "float32"',
          '[inputs.z]\nshape = ["N"]\ndtype = "float32"\ninit = "randint:0:1"',

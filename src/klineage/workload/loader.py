@@ -18,8 +18,8 @@ from klineage.workload.model import Cost, KernelSpec, TensorSpec, Tolerance, Wor
 __all__ = ["load_kernel", "load_reference", "load_workload"]
 
 _TOP_KEYS = {
-    "name", "op", "description", "tags", "framework", "axes", "check_shapes", "params",
-    "inputs", "outputs", "tolerance", "cost",
+    "name", "op", "description", "tags", "framework", "axes", "quick_axes", "check_shapes",
+    "params", "inputs", "outputs", "tolerance", "cost",
 }
 _SOURCE_NAMES = {"kernel.c": "c", "kernel.cpp": "cpp", "kernel.cu": "cuda", "kernel.py": "triton"}
 _KERNEL_KEYS = {"language", "entry", "flags", "threads", "allow_symbols"}
@@ -49,8 +49,12 @@ class _Fields:
         return value
 
 
-def load_workload(path: str | Path) -> Workload:
-    """Load ``path`` (a workload folder or its workload.toml) and validate all of it."""
+def load_workload(path: str | Path, quick: bool = False) -> Workload:
+    """Load ``path`` (a workload folder or its workload.toml) and validate all of it.
+
+    ``quick`` benchmarks at ``[quick_axes]`` (where the workload declares them) instead of
+    ``[axes]``: the demo and smoke runs use it; every check shape is still checked.
+    """
     root = Path(path)
     if root.name == "workload.toml":
         root = root.parent
@@ -66,6 +70,9 @@ def load_workload(path: str | Path) -> Workload:
             raise fields.fail(key, "missing (required)")
 
     axes = _axes(fields, raw["axes"], "axes")
+    if "quick_axes" in raw:
+        quick_axes = _check_shape(fields, axes, raw["quick_axes"], "quick_axes")
+        axes = quick_axes if quick else axes
     check_shapes = tuple(
         _check_shape(fields, axes, s, f"check_shapes[{i}]")
         for i, s in enumerate(fields.typed(raw.get("check_shapes", []), list, "check_shapes",
@@ -87,6 +94,7 @@ def load_workload(path: str | Path) -> Workload:
         tags=tuple(fields.typed(raw.get("tags", []), list, "tags", "a list of strings")),
         framework=_framework(fields, raw.get("framework", "numpy")),
         axes=axes,
+        quick=quick and "quick_axes" in raw,
         check_shapes=check_shapes,
         params=params,
         inputs=inputs,

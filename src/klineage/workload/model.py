@@ -106,6 +106,7 @@ class Workload(BaseModel):
     tags: tuple[str, ...] = ()
     framework: Literal["numpy", "torch"] = "numpy"
     axes: dict[str, int] = Field(description="Benchmark sizes, in declared order.")
+    quick: bool = Field(False, description="True when loaded at the workload's [quick_axes] sizes.")
     check_shapes: tuple[dict[str, int], ...] = ()
     params: dict[str, float] = Field(default_factory=dict)
     inputs: tuple[TensorSpec, ...]
@@ -138,4 +139,6 @@ class Workload(BaseModel):
         digest = hashlib.sha256()
         for path in (self.root / "workload.toml", self.reference_path):
             digest.update(path.read_bytes())
+        if self.quick:  # other sizes, other timings: never share a cache entry with [axes]
+            digest.update(b"\0quick")
         return digest.hexdigest()[:16]
