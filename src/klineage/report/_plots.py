@@ -74,7 +74,7 @@ def optimize_plot(record: OptimizeRecord, path: Path) -> Path | None:
     """Best-so-far speedup against gate runs spent; None without a curve."""
     if not record.curve:
         return None
-    xs, ys = _steps(record.curve)
+    xs, ys = _steps(record.curve, until=_budget_runs(record.budget))
     fig = Figure(figsize=(5.5, 3.4), dpi=_DPI, layout="constrained")
     ax = fig.add_subplot()
     ax.plot(xs, ys, drawstyle="steps-post", marker="o", markersize=3, label=record.method or "best")
@@ -108,11 +108,13 @@ def bench_plot(record: BenchRecord, path: Path) -> Path | None:
 
 def _bench_panel(ax, record: BenchRecord, workload: str) -> None:
     results = [r for r in record.results if r.workload == workload]
+    # Every line runs to the same end, so a method's last level is visible, not just its last jump.
+    end = max([_budget_runs(record.budget), *(p.gate_runs for r in results for p in r.curve)])
     for method in record.method_names():
         curves = [r.curve for r in results if r.method == method]
         if not curves:
             continue
-        xs, ys = mean_curve(curves)
+        xs, ys = mean_curve(curves, until=end)
         ax.plot(xs, ys, drawstyle="steps-post", label=method)
     experts = [r.start_ms / r.expert_ms for r in results if r.start_ms and r.expert_ms]
     if experts:
@@ -125,14 +127,15 @@ def _bench_panel(ax, record: BenchRecord, workload: str) -> None:
     ax.legend(fontsize=7)
 
 
-def mean_curve(curves: Sequence[Sequence[CurvePoint]]) -> tuple[list[int], list[float]]:
-    """The mean of best-so-far step curves, on the union of their gate-run counts.
+def mean_curve(curves: Sequence[Sequence[CurvePoint]],
+               until: int = 0) -> tuple[list[int], list[float]]:
+    """The mean of best-so-far step curves, on the union of their gate-run counts (and ``until``).
 
     Each curve holds its value until its next point; before its first point it is 1.0 (the start
     kernel), after its last it keeps its last value (a repeat that stopped early, or failed, keeps
     what it had). Gate runs start at 0.
     """
-    grid = sorted({0, *(p.gate_runs for curve in curves for p in curve)})
+    grid = sorted({0, until, *(p.gate_runs for curve in curves for p in curve)})
     means = [sum(_value_at(curve, g) for curve in curves) / len(curves) for g in grid]
     return grid, means
 
@@ -146,9 +149,17 @@ def _value_at(curve: Sequence[CurvePoint], gate_runs: int) -> float:
     return value
 
 
-def _steps(curve: Sequence[CurvePoint]) -> tuple[list[int], list[float]]:
+def _steps(curve: Sequence[CurvePoint], until: int) -> tuple[list[int], list[float]]:
     points = sorted(curve, key=lambda p: p.gate_runs)
     xs, ys = [p.gate_runs for p in points], [p.best_speedup for p in points]
     if xs[0] > 0:
         xs, ys = [0, *xs], [1.0, *ys]
+    if until > xs[-1]:
+        xs, ys = [*xs, until], [*ys, ys[-1]]
     return xs, ys
+
+
+def _budget_runs(budget: object) -> int:
+    """The gate-run limit of a budget record, or 0 when it sets none."""
+    value = budget.get("gate_runs") if isinstance(budget, dict) else None
+    return int(value) if isinstance(value, int | float) else 0

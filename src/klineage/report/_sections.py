@@ -65,7 +65,7 @@ def load_sections(run_path: Path) -> tuple[str, list[Section]]:
         if child_meta["kind"] == "demo":
             raise ConfigError(f"{child_path}: a demo's child is itself a demo run; nest no demos")
         sections.append(_section(child_path, child_meta, anchor=f"s{number}-"))
-    return f"klineage demo — {meta.get('name') or run_path.name}", sections
+    return f"demo — {meta.get('name') or run_path.name}", sections
 
 
 def _section(run_path: Path, meta: dict[str, Any], anchor: str) -> Section:
