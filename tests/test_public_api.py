@@ -6,6 +6,7 @@ import klineage.backends
 import klineage.editors
 import klineage.gate
 import klineage.lineage
+import klineage.report
 import klineage.runs
 import klineage.workload
 
@@ -21,6 +22,7 @@ EXPECTED = {
     klineage.lineage: ["Lineage", "Rederivation", "Rejection", "StateGate", "Transition",
                        "WalkLimits", "backward_walk", "rederive_lineage"],
     klineage.runs: ["Budget", "Meter", "RunDir", "Spent", "new_run_id"],
+    klineage.report: ["ReportPaths", "write_report"],
 }
 
 

@@ -199,6 +199,9 @@ def _mount_subcommands() -> None:
     from klineage.skills.cli import skills_app
 
     app.add_typer(skills_app, name="skills", help="List, show, search and export skill cards.")
+    from klineage.report.cli import report_command
+
+    app.command("report")(report_command)
 
 
 _mount_subcommands()

@@ -1,0 +1,38 @@
+"""Report inputs: hand-written optimize/bench/demo runs, a small hand-written mine run, and one
+real mine run of the axpy fixture (walk + re-derivation under cheap gate options, once per session)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from klineage.gate import GateOptions, Limits
+from klineage.lineage import WalkLimits
+from klineage.mining import MineOptions, mine
+from klineage.workload import load_kernel, load_workload
+
+REPORT_FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def runs(tmp_path) -> Path:
+    """A private copy of the hand-written runs (a report writes into RUN/report/)."""
+    target = tmp_path / "runs"
+    shutil.copytree(REPORT_FIXTURES, target)
+    return target
+
+
+@pytest.fixture(scope="session")
+def mine_run(tmp_path_factory) -> Path:
+    """A real mine run of tests/fixtures/axpy; admission is skipped (no contexts) to stay cheap."""
+    quick = GateOptions(trials=3, target_trial_s=0.005, warmup_s=0.01, max_sets=3, compare_s=0.5,
+                        min_pairs=12, limits=Limits(stall_s=10, memory_bytes=2 << 30))
+    workload = load_workload(FIXTURES / "axpy")
+    options = MineOptions(limits=WalkLimits(max_steps=10, max_rejections=10), gate=quick, admit_on=())
+    root = tmp_path_factory.mktemp("report-mine")
+    result = mine(workload, load_kernel(workload, "expert"), root / "runs", None, options)
+    return result.run.path
+
