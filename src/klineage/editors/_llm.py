@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -42,14 +43,31 @@ class ChatRequest:
     max_tokens: int
     prompt: str
     """Template and version, e.g. ``simplify@v1`` (recorded, not part of the key)."""
+    feedback: str = ""
+    """The gate-feedback part of ``user`` (left out of the loose key)."""
 
     def key(self) -> str:
         """sha256 of the normalised request: what a cassette is keyed by."""
+        return self._digest(self.user)
+
+    def loose_key(self) -> str:
+        """The key with the gate feedback, measured numbers and timestamps masked out: a replay
+        falls back to it when timing noise changed a prompt but not what was asked."""
+        user = self.user.replace(self.feedback, "") if self.feedback.strip() else self.user
+        user = _TIMESTAMP.sub("<time>", user)
+        return self._digest(_DECIMAL.sub("<num>", user))
+
+    def _digest(self, user: str) -> str:
         body = {"provider": self.provider, "model": self.model, "temperature": self.temperature,
                 "max_tokens": self.max_tokens,
                 "messages": [{"role": "system", "content": self.system},
-                             {"role": "user", "content": self.user}]}
+                             {"role": "user", "content": user}]}
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:\d\d)?")
+_NOTHING_LEFT = re.compile(r"^[\s*_]*FEATURE[\s*_]*:[\s*_`]*none\b", re.IGNORECASE | re.MULTILINE)
+_DECIMAL = re.compile(r"\d+\.\d+(?:[eE][-+]?\d+)?")
 
 
 @dataclass(frozen=True)
@@ -84,6 +102,8 @@ class LLMEditor:
                                             state, ctx)
         if reply is None:
             return Answer([], usage, [failure])
+        if _NOTHING_LEFT.search(reply.text) and "```" not in reply.text:
+            return Answer([], usage)  # the model sees nothing left to remove: the walk stops
         allowed = set(ctx.features) or {h.feature for h in safe_detect(state)}
         return self._answer(reply, usage, state, "remove", None, allowed, "simplify")
 
@@ -99,7 +119,8 @@ class LLMEditor:
         return self._answer(reply, usage, simpler, "insert", feature, None, "rederive")
 
     def materialize(self, state: KernelState, card: Any, ctx: EditContext) -> Answer:
-        dump = card.model_dump_json(indent=1) if hasattr(card, "model_dump_json") else json.dumps(card)
+        dump = (card.model_dump_json(indent=1, exclude={"created_at"}) if hasattr(card, "model_dump_json")
+                else json.dumps(card, default=str))
         feature = getattr(card, "feature", None) or "none"
         fields = {**kernel_fields(state, ctx.workload, ctx.feedback), "card": dump, "feature": feature}
         reply, usage, failure = self._ask("materialize", fields, state, ctx)
@@ -141,7 +162,8 @@ class LLMEditor:
              ) -> tuple[ChatReply | None, Usage, str]:
         system, user = render(template, fields, self.prompt_version, self.answer_format)
         request = ChatRequest(self.client.provider, self.model, system, user, self.temperature,
-                              self.max_tokens, f"{template}@{self.prompt_version}")
+                              self.max_tokens, f"{template}@{self.prompt_version}",
+                              str(fields.get("feedback", "")))
         try:
             reply = self._call(request, state, ctx)
         except CallFailed as exc:

@@ -6,6 +6,8 @@ retries 429, 5xx and dropped connections with exponential backoff (``retries``).
 
 from __future__ import annotations
 
+import inspect
+
 from klineage import settings
 from klineage.config import ApiConfig
 from klineage.editors._llm import CallFailed, ChatReply, ChatRequest, map_sdk_error
@@ -32,6 +34,8 @@ class AnthropicClient:
         self.api, self._errors = api, anthropic
         self._sdk = anthropic.Anthropic(api_key=key, base_url=api.base_url, timeout=api.timeout_s,
                                         max_retries=api.retries)
+        # Newer SDKs (and models) dropped ``temperature``: send it only where it is accepted.
+        self._takes_temperature = "temperature" in inspect.signature(self._sdk.messages.create).parameters
 
     @property
     def where(self) -> str:
@@ -39,10 +43,10 @@ class AnthropicClient:
 
     def complete(self, request: ChatRequest) -> ChatReply:
         try:
+            extra = {"temperature": request.temperature} if self._takes_temperature else {}
             response = self._sdk.messages.create(
                 model=request.model, system=request.system, max_tokens=request.max_tokens,
-                temperature=request.temperature,
-                messages=[{"role": "user", "content": request.user}])
+                messages=[{"role": "user", "content": request.user}], **extra)
         except Exception as exc:
             raise map_sdk_error(exc, self._errors, self.api, self.where) from exc
         text = "".join(getattr(block, "text", "") for block in response.content

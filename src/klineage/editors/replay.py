@@ -3,8 +3,10 @@
 A cassette is a JSONL file, one exchange per line: the sha256 key of the normalised request
 (provider, model, messages, temperature, max tokens), the prompt template and version, the
 request, and the reply (text and token counts) or the failure the call ended in. Replaying serves
-the recorded replies in order per key; a request with no recording stops the run with a clear
-error (the run diverged from the recorded one, or the cassette is from another configuration).
+the recorded replies in order per key. Where timing noise changed a prompt (measured numbers,
+timestamps, gate feedback) the request's loose key finds the recording made at the same point;
+a request with neither key recorded stops the run with a clear error (the run diverged from
+the recorded one, or the cassette is from another configuration).
 Nothing secret is written: keys travel only in HTTP headers, never in a request body.
 """
 
@@ -28,9 +30,10 @@ class Cassette:
         self.path = Path(path)
 
     def append(self, request: ChatRequest, reply: ChatReply | None, failure: str | None) -> None:
-        record = {"key": request.key(), "provider": request.provider, "model": request.model,
-                  "prompt": request.prompt,
+        record = {"key": request.key(), "loose_key": request.loose_key(),
+                  "provider": request.provider, "model": request.model, "prompt": request.prompt,
                   "request": {"system": request.system, "user": request.user,
+                              "feedback": request.feedback,
                               "temperature": request.temperature, "max_tokens": request.max_tokens},
                   "reply": asdict(reply) if reply else None, "failure": failure}
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -78,8 +81,10 @@ class ReplayClient:
         records = cassette.records()
         self.provider = provider or (records[0]["provider"] if records else "openai")
         self._queue: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self._loose: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for record in records:
             self._queue[record["key"]].append(record)
+            self._loose[record.get("loose_key", "")].append(record)
         self._served: dict[str, int] = defaultdict(int)
 
     def recorded_model(self) -> str:
@@ -91,6 +96,9 @@ class ReplayClient:
     def complete(self, request: ChatRequest) -> ChatReply:
         key = request.key()
         queue = self._queue.get(key)
+        if not queue:  # the prompt differs only in measured numbers or gate feedback
+            key = "~" + request.loose_key()
+            queue = self._loose.get(key[1:])
         if not queue:
             raise BrainError(f"cassette {self.cassette.path} has no recorded answer for this "
                              f"{request.prompt} request to {request.provider}/{request.model} "

@@ -130,6 +130,8 @@ def backward_walk(workload: Workload, expert: KernelState, brain: Editor, gate: 
             return _stop(run, lineage, current, f"step cap ({limits.max_steps}) reached")
         if len(lineage.rejections) >= limits.max_rejections:
             return _stop(run, lineage, current, f"rejection cap ({limits.max_rejections}) reached")
+        if not features:
+            return _stop(run, lineage, current, _why_stuck(features))
         if gate.meter is not None and gate.meter.exhausted():
             return _stop(run, lineage, current, gate.meter.exhausted() or "", budget=True)
         answer = brain.simplify(current, walk.context(current, features, lineage))
@@ -144,8 +146,8 @@ def backward_walk(workload: Workload, expert: KernelState, brain: Editor, gate: 
             walk.reject(lineage, Rejection(step=step, state=current.fingerprint, feature=None,
                                            verdict="unusable_answer", reason=failure))
         for proposal in proposals:
-            if gate.meter is not None and gate.meter.exhausted():
-                break
+            if proposal is not proposals[0] and gate.meter is not None and gate.meter.exhausted():
+                break  # the first is paid for; the rest wait for a resumed run
             rejection = walk.try_proposal(step, current, proposal)
             tried.add((current.fingerprint, proposal.feature))
             if rejection is None:
