@@ -150,7 +150,7 @@ def mine(
     from klineage.workload import load_kernel, load_workload
 
     loaded = load_workload(workload)
-    settings_ = brain_settings(brain, budget, config, record, replay)
+    settings_ = brain_settings(brain, budget, config, record, replay, resume)
     options = MineOptions(
         **settings_, limits=WalkLimits(max_steps=max_steps, max_rejections=max_rejections),
         gate=GateOptions(threads=threads, trials=5, compare_s=2.0),

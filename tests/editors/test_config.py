@@ -124,3 +124,17 @@ def test_cli_mine_with_a_bad_budget_or_missing_key_is_one_red_line(tmp_path):
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.startswith("error:") and expected in proc.stderr
         assert "Traceback" not in proc.stderr
+
+
+def test_cli_replay_miss_is_one_red_line_and_the_run_is_kept(tmp_path):
+    cassette = tmp_path / "empty.jsonl"
+    cassette.write_text("")
+    env = {**os.environ, "KLINEAGE_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-m", "klineage.cli", "mine", str(FIXTURES / "axpy"),
+                           "--runs", str(tmp_path / "runs"), "--brain", "openai", "--replay",
+                           str(cassette), "--json"], capture_output=True, text=True, timeout=300,
+                          env=env, cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("error: cassette") and "--resume" in proc.stderr
+    [run] = (tmp_path / "runs").iterdir()
+    assert json.loads((run / "run.json").read_text())["brain"] == "openai"

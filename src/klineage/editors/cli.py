@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from klineage.config import load_config
-from klineage.runs import Budget
+from klineage.runs import Budget, RunDir
 
 __all__ = ["BudgetOpt", "ConfigOpt", "RecordOpt", "ReplayOpt", "brain_settings"]
 
@@ -26,9 +26,13 @@ ReplayOpt = Annotated[Path | None, typer.Option(
 
 
 def brain_settings(brain: str | None, budget: str | None, config: Path | None,
-                   record: Path | None, replay: Path | None) -> dict[str, Any]:
-    """Resolved keyword arguments for MineOptions (and the optimizer's options)."""
+                   record: Path | None, replay: Path | None,
+                   resume: Path | None = None) -> dict[str, Any]:
+    """Resolved keyword arguments for MineOptions (and the optimizer's options). A resumed run
+    keeps the brain it was started with unless ``--brain`` says otherwise."""
     loaded = load_config(config)
-    name = brain or ("replay" if replay and loaded.brain.name == "rules" else loaded.brain.name)
+    started_with = RunDir.open(resume).meta.get("brain") if resume else None
+    name = brain or started_with or (
+        "replay" if replay and loaded.brain.name == "rules" else loaded.brain.name)
     return {"brain": name, "config": loaded, "budget": Budget.parse(budget or ""),
             "record": record, "replay": replay}
