@@ -116,8 +116,10 @@ def load_config(path: Path | None = None) -> Config:
 
 def _environment_overrides(data: dict) -> None:
     brains = data.setdefault("brains", {})
-    if settings.brain_name():
-        data.setdefault("brain", {})["name"] = settings.brain_name()
+    if settings.brain_name() and isinstance(data.setdefault("brain", {}), dict):
+        data["brain"]["name"] = settings.brain_name()
+    if not isinstance(brains, dict):
+        return  # validation names the mistake
     for provider, base_url, model in (("openai", settings.openai_base_url(), settings.openai_model()),
                                       ("anthropic", settings.anthropic_base_url(),
                                        settings.anthropic_model())):

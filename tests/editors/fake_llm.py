@@ -168,6 +168,9 @@ def rules_brain(prompt: str) -> str:
         tried = set(re.findall(r"^- (\w+):", refused, re.M))
         edits = [p.edit for p in rules.simplify(state, None).proposals if p.edit.feature not in tried]
         return answer_text(state, edits[0], "Removing one optimization.") if edits else "FEATURE: none"
+    if prompt.startswith("# Task: make this kernel faster"):
+        proposals = rules.improve(state, EditContext(workload=None)).proposals  # type: ignore[arg-type]
+        return answer_text(state, proposals[0].edit, "One change.") if proposals else "FEATURE: none"
     feature = re.match(r"# Task: \w+ (?:one optimization \(forward step\)|a skill card): (\w+)", prompt)[1]
     tunables: dict[str, Any] = {}
     if prompt.startswith("# Task: apply"):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from conftest import FIXTURES
@@ -93,3 +95,23 @@ def test_lift_text_comes_from_the_model_and_falls_back_on_junk(fake_llm):
     fake_llm.script.append(Action("answer", "no idea"))
     text, _ = brain.lift({"feature": "omp_simd", "op": "axpy"})
     assert text["name"] == "omp-simd-axpy"  # the rules brain's text, not a crash
+
+
+@pytest.mark.parametrize("name", BRAINS)
+def test_materialize_sends_the_whole_card_and_improve_its_memory(name, fake_llm):
+    from skills.conftest import omp_card
+
+    workload = load_workload(FIXTURES / "axpy")
+    plain = KernelState.from_spec(load_kernel(workload, "plain"))
+    brain = get_editor(name, config_for(fake_llm.url))
+    card = omp_card()
+    answer = brain.materialize(plain, card, EditContext(workload=workload, feedback="verdict: slower"))
+    assert answer.failures == [] and [p.feature for p in answer.proposals] == ["omp_parallel"]
+    assert "-fopenmp" in answer.proposals[0].state.flags
+    prompt = fake_llm.prompts()[-1]
+    for text in (card.intent, card.anchor, card.preconditions[0].reason,
+                 json.dumps(card.carrier.after)[1:-1], "verdict: slower"):
+        assert text in prompt
+    answer = brain.improve(plain, EditContext(workload=workload, extra={"memory": "unrolling paid 2x"}))
+    assert "unrolling paid 2x" in fake_llm.prompts()[-1]
+    assert answer.failures == [] and answer.proposals[0].direction == "improve"

@@ -27,7 +27,7 @@ from typing import Any
 from klineage.config import AgentConfig, Config
 from klineage.editors._llm import CallFailed, ChatReply, ChatRequest, LLMEditor, redact
 from klineage.editors._prompts import FENCES, safe_detect
-from klineage.editors.base import EditContext
+from klineage.editors.base import EditContext, Usage
 from klineage.workload import KernelState
 
 __all__ = ["AgentEditor"]
@@ -46,6 +46,11 @@ class AgentEditor(LLMEditor):
     def __init__(self, agent: AgentConfig, config: Config):
         super().__init__("agent", _NoClient(), " ".join(agent.command), 0.0, 0, config)
         self.agent = agent
+
+    def lift(self, facts: dict[str, Any]) -> tuple[dict[str, str], Usage]:
+        from klineage.editors.rules import RulesEditor
+
+        return RulesEditor().lift(facts)
 
     def _call(self, request: ChatRequest, state: KernelState | None,
               ctx: EditContext | None) -> ChatReply:
