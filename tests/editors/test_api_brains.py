@@ -115,3 +115,22 @@ def test_materialize_sends_the_whole_card_and_improve_its_memory(name, fake_llm)
     answer = brain.improve(plain, EditContext(workload=workload, extra={"memory": "unrolling paid 2x"}))
     assert "unrolling paid 2x" in fake_llm.prompts()[-1]
     assert answer.failures == [] and answer.proposals[0].direction == "improve"
+
+
+def test_admission_asks_an_llm_again_with_the_compiler_errors(fake_llm, quick, tmp_path):
+    from klineage.lineage import StateGate
+    from klineage.runs import RunDir
+    from klineage.skills.admission import Context, admit
+    from skills.conftest import omp_card
+
+    workload = load_workload(FIXTURES / "axpy")
+    plain = KernelState.from_spec(load_kernel(workload, "plain"))
+    run = RunDir.create(tmp_path, "test", "axpy", {})
+    context = Context(workload=workload, state=plain, label="axpy/plain",
+                      gate=StateGate(run, workload, quick))
+    fake_llm.script.append(Action("answer", "FEATURE: omp_parallel\n```c\nint kl_launch( {\n```"))
+    card = admit(omp_card(admitted=False), [context], get_editor("openai", config_for(fake_llm.url)))
+    assert len(fake_llm.requests) == 2
+    assert "verdict: compile_error" in fake_llm.prompts()[1]
+    assert "compiler output" in fake_llm.prompts()[1]
+    assert card.verification[-1].verdict in {"accepted", "slower"}
