@@ -68,12 +68,6 @@ def test_openai_mine_records_and_a_replay_reproduces_its_decisions(tmp_path, qui
             assert secret_keys not in path.read_text(errors="replace"), path
 
 
-def test_anthropic_mine_walks_to_naive(tmp_path, quick, fake_llm):
-    result = _mine(tmp_path, _options(quick, fake_llm.url, brain="anthropic", admit_on=()))
-    _assert_naive_and_charged(result, "anthropic")
-    assert all(t.removal_diff and t.sites for t in result.lineage.transitions)
-
-
 def test_a_replay_that_diverges_fails_clearly(tmp_path, quick):
     cassette = tmp_path / "empty.jsonl"
     cassette.write_text("")
@@ -112,21 +106,23 @@ def test_server_down_mid_run_keeps_the_run_and_resume_finishes(tmp_path, quick):
     assert steps == sorted(set(steps)), "an accepted step was redone"
 
 
-def test_budget_stops_the_walk_cleanly_and_resume_continues(tmp_path, quick, fake_llm):
-    first = _mine(tmp_path, _options(quick, fake_llm.url, brain="openai", admit_on=(),
+def test_anthropic_mine_stops_at_its_budget_and_resume_finishes_it(tmp_path, quick, fake_llm):
+    first = _mine(tmp_path, _options(quick, fake_llm.url, brain="anthropic", admit_on=(),
                                      budget=Budget(calls=2)))
     summary = first.summary()
     assert summary["stop_reason"] == "budget reached: brain calls 2 of 2"
     assert summary["steps_accepted"] == 2 and summary["spent"]["calls"] == 2
     assert summary["budget_reached"] and not summary["cards_lifted"]
+    assert all("not tried" in note for note in summary["notes"])  # re-derivation waits
     assert len(fake_llm.requests) == 2
 
-    second = _mine(tmp_path, _options(quick, fake_llm.url, brain="openai", admit_on=(),
-                                      budget=Budget(calls=4)), resume=first.run.path)
+    # resumed with no limit: the walk goes on from step 3 and the whole mine finishes
+    second = _mine(tmp_path, _options(quick, fake_llm.url, brain="anthropic", admit_on=()),
+                   resume=first.run.path)
+    _assert_naive_and_charged(second, "anthropic")
     summary = second.summary()
-    assert summary["steps_accepted"] == 4 and summary["features_removed"][:2] == \
-        first.summary()["features_removed"]
-    assert summary["naive_reached"] and summary["spent"]["calls"] == 4
-    # the walk reached naive on the last call; re-derivation waits for more budget, and says so
-    assert summary["budget_reached"] == "budget reached: brain calls 4 of 4"
-    assert all("not tried" in note for note in summary["notes"])
+    assert summary["features_removed"][:2] == first.summary()["features_removed"]
+    assert summary["spent"]["calls"] == len(fake_llm.requests) and summary["budget_reached"] is None
+    assert all(t.removal_diff and t.sites for t in second.lineage.transitions)
+    steps = [e["transition"]["step"] for e in second.run.events("step_accepted")]
+    assert steps == [1, 2, 3, 4]
