@@ -109,7 +109,8 @@ def mine(workload: Workload, expert: KernelSpec, runs_root: Path, library: Path 
         return _mine(workload, expert_state, run, library, options, brain, meter, say)
     except BrainError as exc:
         run.log("run_interrupted", reason=str(exc))
-        raise BrainError(f"{exc}. The run is kept: continue it with --resume {run.path}") from exc
+        raise BrainError(f"{str(exc).rstrip('.')}. The run is kept: continue it with "
+                         f"--resume {run.path}") from exc
 
 
 def _mine(workload: Workload, expert_state: KernelState, run: RunDir, library: Path | None,
