@@ -104,6 +104,13 @@ def mine_table(summary: dict[str, Any]) -> Table:
         ("run", summary["run"]),
         ("library", summary["library"] or "-"),
     ]
+    spent = summary.get("spent")
+    if spent:
+        rows.append(("spent", f"{spent['calls']} brain calls, {spent['input_tokens']}+"
+                              f"{spent['output_tokens']} tokens, ${spent['usd']:.4f}, "
+                              f"{spent['gate_runs']} gate runs, {spent['wall_s']:.0f}s"))
+    if summary.get("budget_reached"):
+        rows.append(("budget", summary["budget_reached"]))
     for card in summary["cards"]:
         effect = f"{card['effect']:.2f}x" if card["effect"] else "-"
         rows.append((f"card {card['id'][:10]}", f"{card['name']} ({card['feature']}, {effect}, "

@@ -14,6 +14,7 @@ from rich.text import Text
 from klineage import __version__
 from klineage._cli_common import JsonOpt, console, err_console, new_app
 from klineage._render import doctor_table, gate_summary_table, stage_table, verdict_style
+from klineage.editors.cli import BudgetOpt, ConfigOpt, RecordOpt, ReplayOpt, brain_settings
 from klineage.errors import ConfigError, KlineageError
 
 app = new_app("klineage",
@@ -123,7 +124,9 @@ def features(
 def mine(
     workload: Annotated[Path, typer.Argument(help="Workload folder.")],
     expert: Annotated[str, typer.Option(help="The expert kernel to walk backward.")] = "expert",
-    brain: Annotated[str, typer.Option(help="Who proposes edits.")] = "rules",
+    brain: Annotated[str | None, typer.Option(
+        help="Who proposes edits: rules|openai|anthropic|agent|replay (default: klineage.toml, "
+             "KLINEAGE_BRAIN, else rules).")] = None,
     library: Annotated[Path | None, typer.Option(help="Skill library to add the cards to.")] = None,
     runs: Annotated[Path, typer.Option(help="Where run folders go.")] = Path("runs"),
     resume: Annotated[Path | None, typer.Option(help="Continue this interrupted run.")] = None,
@@ -132,6 +135,10 @@ def mine(
     max_steps: Annotated[int, typer.Option(min=1)] = 30,
     max_rejections: Annotated[int, typer.Option(min=1)] = 40,
     threads: Annotated[int | None, typer.Option(min=1, help="CPU threads to time with.")] = None,
+    budget: BudgetOpt = None,
+    config: ConfigOpt = None,
+    record: RecordOpt = None,
+    replay: ReplayOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Backward walk → lineage → re-derivation → skill cards → admission → library."""
@@ -143,8 +150,9 @@ def mine(
     from klineage.workload import load_kernel, load_workload
 
     loaded = load_workload(workload)
+    settings_ = brain_settings(brain, budget, config, record, replay, resume)
     options = MineOptions(
-        brain=brain, limits=WalkLimits(max_steps=max_steps, max_rejections=max_rejections),
+        **settings_, limits=WalkLimits(max_steps=max_steps, max_rejections=max_rejections),
         gate=GateOptions(threads=threads, trials=5, compare_s=2.0),
         admit_on=tuple(Path(p) for p in admit_on.split(",") if p) if admit_on is not None else None)
     with console.status("", spinner="dots") as status:
@@ -160,13 +168,14 @@ def mine(
 def doctor(
     threads: Annotated[int | None, typer.Option(min=1, help="Thread count for CPU ceilings.")] = None,
     remeasure: Annotated[bool, typer.Option(help="Measure the ceilings again.")] = False,
+    config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Report compilers, cores, SIMD, GPU presence and measured ceilings."""
+    """Report compilers, cores, SIMD, GPU presence, measured ceilings and usable brains."""
     from klineage.doctor import doctor as collect
 
     with console.status("measuring ceilings (first run only)…"):
-        facts = collect(threads=threads, remeasure=remeasure)
+        facts = collect(threads=threads, remeasure=remeasure, config=config)
     if as_json:
         print(json.dumps(facts, indent=2))
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import shutil
+from pathlib import Path
 from typing import Any
 
 from klineage import __version__, settings
@@ -14,7 +15,8 @@ from klineage.errors import KlineageError
 __all__ = ["doctor"]
 
 
-def doctor(threads: int | None = None, remeasure: bool = False) -> dict[str, Any]:
+def doctor(threads: int | None = None, remeasure: bool = False,
+           config: Path | None = None) -> dict[str, Any]:
     """Facts as a flat dict (the CLI renders it; ``--json`` prints it)."""
     cpu = get_backend("cpu")
     facts: dict[str, Any] = {
@@ -42,4 +44,19 @@ def doctor(threads: int | None = None, remeasure: bool = False) -> dict[str, Any
         facts["cuda backend"] = cuda.unavailable_reason() or f"ok: {cuda.platform()}"
     except (KlineageError, ImportError) as exc:
         facts["cuda backend"] = f"unavailable: {exc}"
+    facts.update(_brains(config))
+    return facts
+
+
+def _brains(path: Path | None) -> dict[str, Any]:
+    """The default brain and each brain's usability (keys are reported as set, never shown)."""
+    from klineage.config import load_config
+    from klineage.editors._status import brain_status
+
+    try:
+        config = load_config(path)
+    except KlineageError as exc:
+        return {"brains": f"configuration error: {exc}"}
+    facts = {"brain (default)": f"{config.brain.name} (config: {config.source})"}
+    facts.update({f"brain {name}": status for name, status in brain_status(config).items()})
     return facts

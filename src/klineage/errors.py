@@ -7,7 +7,8 @@
     ├── ToolchainError            a compiler or tool klineage needs is missing or broken
     ├── BackendUnavailableError   the backend cannot run here (no GPU, no torch, ...)
     ├── LibraryError              a skill library is missing or damaged, or a skill id is unknown
-    └── WorkerError               the gate's worker process broke in a way no candidate caused
+    ├── WorkerError               the gate's worker process broke in a way no candidate caused
+    └── BrainError                a brain (LLM API, agent CLI, cassette) cannot be used or reached
 
 A candidate kernel that fails (does not compile, is wrong, crashes, hangs, cheats) is *not* an
 error: it is a verdict in a GateReport (see ``klineage.gate.report.Verdict``).
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 __all__ = [
     "BackendUnavailableError",
+    "BrainError",
     "ConfigError",
     "DegenerateWorkloadError",
     "KlineageError",
@@ -57,3 +59,9 @@ class LibraryError(KlineageError):
 
 class WorkerError(KlineageError):
     """The gate worker failed in a way that no candidate kernel caused (a klineage bug)."""
+
+
+class BrainError(KlineageError):
+    """A brain cannot be used: server unreachable, key refused, model unknown, cassette miss.
+
+    An unusable *answer* is not an error: it is a failed proposal (``Answer.failures``)."""

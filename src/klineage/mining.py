@@ -9,17 +9,20 @@ Every phase logs its decisions in the run's event log, and each phase reads the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from klineage.config import Config
 from klineage.editors import get_editor
+from klineage.errors import BrainError
 from klineage.gate import GateOptions
 from klineage.lineage.gating import StateGate, load_state
 from klineage.lineage.model import Lineage
 from klineage.lineage.rederive import rederive_lineage
 from klineage.lineage.walk import WalkLimits, backward_walk
-from klineage.runs import RunDir
+from klineage.runs import Budget, Meter, RunDir, Spent
+from klineage.runs.budget import MeteredEditor
 from klineage.skills.admission import Context, admit
 from klineage.skills.card import SkillCard
 from klineage.skills.library import Library
@@ -39,6 +42,13 @@ class MineOptions:
     admit_on: tuple[Path, ...] | None = None
     """Workload folders whose naive kernels are admission contexts (None: the siblings)."""
     max_trials: int = 3
+    budget: Budget = field(default_factory=Budget)
+    config: Config | None = None
+    """Brain settings (None: ``load_config()``)."""
+    record: Path | None = None
+    """Append every LLM exchange to this cassette."""
+    replay: Path | None = None
+    """Answer every LLM request from this cassette instead of the network."""
 
 
 @dataclass
@@ -50,6 +60,8 @@ class MineResult:
     speedup: float | None
     """Paired: time(final simpler state) / time(expert)."""
     library: Path | None
+    spent: Spent = field(default_factory=Spent)
+    budget_reached: str | None = None
 
     def summary(self) -> dict[str, Any]:
         lineage = self.lineage
@@ -64,6 +76,7 @@ class MineResult:
             "cards": [{"id": c.id, "name": c.name, "feature": c.feature, "admitted": c.admitted,
                        "effect": c.geomean_ratio()} for c in self.cards],
             "notes": self.notes, "library": str(self.library) if self.library else None,
+            "spent": asdict(self.spent), "budget_reached": self.budget_reached,
         }
 
 
@@ -79,29 +92,43 @@ def mine(workload: Workload, expert: KernelSpec, runs_root: Path, library: Path 
          options: MineOptions = MineOptions(), resume: Path | None = None,
          say: SayFn | None = None) -> MineResult:
     say = say or (lambda _: None)
-    brain = get_editor(options.brain)
+    editor = get_editor(options.brain, options.config, record=options.record, replay=options.replay)
     if resume:
         run = RunDir.open(resume)
         expert_state = load_state(run.state_dir(run.meta["expert_state"]), workload)
+        meter = Meter.resume(options.budget, run.events(), log=run.log)
     else:
         expert_state = KernelState.from_spec(expert)
         run = RunDir.create(runs_root, "mine", workload.name, {
             "workload": str(workload.root), "expert": expert.name, "brain": options.brain,
-            "expert_state": expert_state.fingerprint, "library": str(library) if library else None})
-    gate = StateGate(run, workload, options.gate, progress=lambda s, d: say(f"{s}: {d}"))
+            "expert_state": expert_state.fingerprint, "library": str(library) if library else None,
+            "budget": options.budget.describe()})
+        meter = Meter(options.budget, log=run.log)
+    brain = MeteredEditor(editor, meter)
+    try:
+        return _mine(workload, expert_state, run, library, options, brain, meter, say)
+    except BrainError as exc:
+        run.log("run_interrupted", reason=str(exc))
+        raise BrainError(f"{str(exc).rstrip('.')}. The run is kept: continue it with "
+                         f"--resume {run.path}") from exc
+
+
+def _mine(workload: Workload, expert_state: KernelState, run: RunDir, library: Path | None,
+          options: MineOptions, brain: MeteredEditor, meter: Meter, say: SayFn) -> MineResult:
+    gate = StateGate(run, workload, options.gate, progress=lambda s, d: say(f"{s}: {d}"), meter=meter)
     lineage = backward_walk(workload, expert_state, brain, gate, run, options.limits, say)
     lineage = rederive_lineage(workload, lineage, brain, gate, run, say)
     speedup = _lineage_speedup(gate, run, workload, lineage, expert_state)
     run.write_json("lineage.json", lineage.model_dump(mode="json"))
     cards, notes = lift_lineage(lineage, workload, brain)
-    cards = _admit_all(run, cards, _contexts(run, workload, options), brain, options, say)
+    cards = _admit_all(run, cards, _contexts(run, workload, options, meter), brain, options, say)
     run_library = Library.open(run.path, create=True)  # runs/<id>/skills/<card id>/
     for card in cards:
         run_library.add(card)
     if library is not None:
         shared = Library.open(library, create=True)
         cards = [shared.add(card) for card in cards]
-    result = MineResult(run, lineage, cards, notes, speedup, library)
+    result = MineResult(run, lineage, cards, notes, speedup, library, meter.spent, meter.exhausted())
     run.write_json("summary.json", result.summary())
     run.log("mine_finished", summary=result.summary())
     return result
@@ -115,22 +142,25 @@ def _lineage_speedup(gate: StateGate, run: RunDir, workload: Workload, lineage: 
     return 1 / gate.compare(final, expert).ratio
 
 
-def _contexts(run: RunDir, workload: Workload, options: MineOptions) -> list[Context]:
+def _contexts(run: RunDir, workload: Workload, options: MineOptions, meter: Meter) -> list[Context]:
     folders = options.admit_on if options.admit_on is not None else default_admission_workloads(workload)
     contexts = []
     for folder in folders:
         other = load_workload(folder)
         naive = KernelState.from_spec(load_kernel(other, "naive"))
         contexts.append(Context(workload=other, state=naive, label=f"{other.name}/naive",
-                                gate=StateGate(run, other, options.gate)))
+                                gate=StateGate(run, other, options.gate, meter=meter)))
     return contexts
 
 
-def _admit_all(run: RunDir, cards: list[SkillCard], contexts: list[Context], brain: Any,
+def _admit_all(run: RunDir, cards: list[SkillCard], contexts: list[Context], brain: MeteredEditor,
                options: MineOptions, say: SayFn) -> list[SkillCard]:
     done = {e["card"]["id"]: SkillCard(**e["card"]) for e in run.events("card_admission")}
     result = []
     for card in cards:
+        if card.id not in done and brain.meter.exhausted():
+            result.append(card)  # not tried: a resumed run with more budget admits it
+            continue
         if card.id not in done:
             done[card.id] = admit(card, contexts, brain, options.max_trials, say)
             run.log("card_admission", card=done[card.id].model_dump(mode="json"))

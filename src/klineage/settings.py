@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 
 __all__ = ["c_compiler", "cache_dir", "cuda_arch", "cuobjdump", "cxx_compiler", "nvcc", "nvdisasm"]
+__all__ += ["anthropic_base_url", "anthropic_model", "api_key", "brain_name", "config_path",
+            "openai_base_url", "openai_model"]
 
 
 def cache_dir() -> Path:
@@ -77,3 +79,39 @@ def _cuda_tool(name: str, variable: str) -> str | None:
             if candidate.is_file():
                 return str(candidate)
     return None
+
+
+# --- brains (LLM APIs, agent CLIs) --------------------------------------------------------------
+
+def config_path() -> Path | None:
+    """An explicit ``klineage.toml`` (``KLINEAGE_CONFIG``); None: look in the current directory."""
+    value = os.environ.get("KLINEAGE_CONFIG")
+    return Path(value).expanduser() if value else None
+
+
+def brain_name() -> str | None:
+    """The brain to use when no ``--brain`` is given (``KLINEAGE_BRAIN``)."""
+    return os.environ.get("KLINEAGE_BRAIN") or None
+
+
+def openai_base_url() -> str | None:
+    """An OpenAI-compatible server (``OPENAI_BASE_URL``: vLLM, SGLang, Ollama, llama.cpp, ...)."""
+    return os.environ.get("OPENAI_BASE_URL") or None
+
+
+def openai_model() -> str | None:
+    return os.environ.get("KLINEAGE_OPENAI_MODEL") or None
+
+
+def anthropic_base_url() -> str | None:
+    return os.environ.get("ANTHROPIC_BASE_URL") or None
+
+
+def anthropic_model() -> str | None:
+    return os.environ.get("KLINEAGE_ANTHROPIC_MODEL") or None
+
+
+def api_key(provider: str) -> str | None:
+    """``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``. Handed to the SDK only; never logged or stored."""
+    variable = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}[provider]
+    return os.environ.get(variable) or None

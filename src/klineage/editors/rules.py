@@ -23,6 +23,8 @@ __all__ = ["RulesEditor"]
 
 class RulesEditor:
     name = "rules"
+    exhaustive = True
+    """Every call returns every proposal it can make: nothing new comes from asking again."""
 
     def simplify(self, state: KernelState, ctx: EditContext) -> Answer:
         edits = removal_edits(state.source, state.language, state.flags)

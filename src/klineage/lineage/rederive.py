@@ -10,13 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from klineage.editors import EditContext, Editor
+from klineage.editors import EditContext, Editor, Proposal
+from klineage.lineage._feedback import report_feedback
 from klineage.lineage.gating import StateGate, load_state
 from klineage.lineage.model import Lineage, Rederivation, Transition
 from klineage.runs import RunDir
-from klineage.workload import Workload
+from klineage.workload import KernelState, Workload
 
-__all__ = ["SPEED_FLOOR", "rederive_lineage"]
+__all__ = ["MAX_ATTEMPTS", "SPEED_FLOOR", "rederive_lineage"]
+
+MAX_ATTEMPTS = 3
+"""Brain calls per step: a non-exhaustive brain (an LLM) is asked again with the gate's feedback."""
 
 SPEED_FLOOR = 0.99
 """The re-derived kernel must reach this fraction of the faster state's speed."""
@@ -27,6 +31,8 @@ def rederive_lineage(workload: Workload, lineage: Lineage, brain: Editor, gate: 
     say = say or (lambda _: None)
     done = {e["transition"]: Rederivation(**e["rederivation"]) for e in run.events("rederived")}
     for transition in lineage.transitions:
+        if transition.id not in done and gate.meter is not None and gate.meter.exhausted():
+            continue  # left for a resumed run with more budget; lift says "not tried"
         if transition.id not in done:
             say(f"re-deriving {transition.feature} (step {transition.step})")
             done[transition.id] = _rederive(workload, transition, brain, gate, run)
@@ -37,35 +43,52 @@ def rederive_lineage(workload: Workload, lineage: Lineage, brain: Editor, gate: 
 
 
 def _rederive(workload: Workload, transition: Transition, brain: Editor, gate: StateGate,
-              run: RunDir) -> Rederivation:
+              run: RunDir, attempts: int = MAX_ATTEMPTS) -> Rederivation:
     simpler = load_state(run.state_dir(transition.simpler_state), workload)
     faster = load_state(run.state_dir(transition.faster_state), workload)
-    answer = brain.rederive(simpler, transition.feature, EditContext(workload=workload),
-                            transition.tunables)
-    notes = list(answer.failures)
-    for proposal in answer.proposals:
-        report = gate.check(proposal.state)
-        if not report.accepted:
-            notes.append(f"re-derived kernel {report.verdict.value}: {report.reason}")
-            continue
-        versus_faster = gate.compare(faster, proposal.state)
-        versus_simpler = gate.compare(simpler, proposal.state)
-        as_fast = versus_faster.decision != "slower" and versus_faster.ratio <= 1 / SPEED_FLOOR
-        result = Rederivation(
-            reproduced=as_fast, state=proposal.state.fingerprint,
-            diff=proposal.edit.diff if proposal.edit else "",
-            ratio_vs_faster=versus_faster.ratio, ci_high_vs_faster=versus_faster.ci_high,
-            speedup_over_simpler=1 / versus_simpler.ratio,
-            simpler_ms=_ms(versus_simpler.baseline_median_s),
-            rederived_ms=_ms(versus_simpler.candidate_median_s),
-            note=("reproduced" if as_fast else
-                  f"correct but slower than the faster state (time ratio {versus_faster.ratio:.3f}, "
-                  f"95% CI up to {versus_faster.ci_high:.3f})"),
-        )
-        if as_fast:
-            return result
-        notes.append(result.note)
+    notes: list[str] = []
+    seen: set[str] = set()
+    feedback = ""
+    for _ in range(attempts):
+        answer = brain.rederive(simpler, transition.feature, EditContext(workload=workload,
+                                feedback=feedback), transition.tunables)
+        notes.extend(answer.failures)
+        fresh = [p for p in answer.proposals if p.state.fingerprint not in seen]
+        for proposal in fresh:
+            seen.add(proposal.state.fingerprint)
+            report = gate.check(proposal.state)
+            if not report.accepted:
+                notes.append(f"re-derived kernel {report.verdict.value}: {report.reason}")
+                feedback = report_feedback(report)
+                continue
+            result = _measured(gate, simpler, faster, proposal)
+            if result.reproduced:
+                return result
+            notes.append(result.note)
+            feedback = f"correct, but {result.note}"
+        if getattr(brain, "exhaustive", False) or (not fresh and not answer.failures) or (
+                gate.meter is not None and gate.meter.exhausted()):
+            break
+        feedback = feedback or "; ".join(answer.failures)
     return Rederivation(reproduced=False, note="; ".join(notes) or "no proposal")
+
+
+def _measured(gate: StateGate, simpler: KernelState, faster: KernelState,
+              proposal: Proposal) -> Rederivation:
+    versus_faster = gate.compare(faster, proposal.state)
+    versus_simpler = gate.compare(simpler, proposal.state)
+    as_fast = versus_faster.decision != "slower" and versus_faster.ratio <= 1 / SPEED_FLOOR
+    return Rederivation(
+        reproduced=as_fast, state=proposal.state.fingerprint,
+        diff=proposal.edit.diff if proposal.edit else "",
+        ratio_vs_faster=versus_faster.ratio, ci_high_vs_faster=versus_faster.ci_high,
+        speedup_over_simpler=1 / versus_simpler.ratio,
+        simpler_ms=_ms(versus_simpler.baseline_median_s),
+        rederived_ms=_ms(versus_simpler.candidate_median_s),
+        note=("reproduced" if as_fast else
+              f"correct but slower than the faster state (time ratio {versus_faster.ratio:.3f}, "
+              f"95% CI up to {versus_faster.ci_high:.3f})"),
+    )
 
 
 def _ms(seconds: float | None) -> float | None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from klineage.editors import EditContext, Editor, Proposal
 from klineage.errors import KlineageError
+from klineage.lineage._feedback import trim
 from klineage.lineage.gating import StateGate, load_state
 from klineage.lineage.model import Lineage, Rejection, SiteRecord, Transition
 from klineage.runs import RunDir
@@ -52,6 +53,18 @@ class _Walk:
             elif event["event"] == "proposal_rejected":
                 lineage.rejections.append(Rejection(**event["rejection"]))
         return current, lineage
+
+    def context(self, current: KernelState, features: set[str], lineage: Lineage) -> EditContext:
+        """What the brain may know: the kernel's features, and what was refused on it already."""
+        refused = [r for r in lineage.rejections if r.state == current.fingerprint]
+        feedback = "\n".join(f"- {r.feature or '(unusable answer)'}: {r.verdict}: {trim(r.reason)}"
+                             for r in refused)
+        return EditContext(workload=self.workload, features=tuple(sorted(features)), feedback=feedback,
+                           extra={"tried": sorted({r.feature for r in refused if r.feature})})
+
+    def reject(self, lineage: Lineage, rejection: Rejection) -> None:
+        self.run.log("proposal_rejected", rejection=rejection.model_dump(mode="json"))
+        lineage.rejections.append(rejection)
 
     def try_proposal(self, step: int, current: KernelState, proposal: Proposal) -> Rejection | None:
         candidate, feature = proposal.state, proposal.feature or "?"
@@ -106,7 +119,7 @@ def backward_walk(workload: Workload, expert: KernelState, brain: Editor, gate: 
         raise KlineageError(f"the expert kernel does not pass the gate: "
                             f"{expert_report.verdict.value}: {expert_report.reason}")
     current, lineage = walk.replay(expert)
-    stopped = run.events("walk_stopped")
+    stopped = [e for e in run.events("walk_stopped") if not e.get("budget")]
     if stopped:
         return _finish(lineage, current, stopped[-1]["reason"])
     tried = {(r.state, r.feature) for r in lineage.rejections}
@@ -117,13 +130,25 @@ def backward_walk(workload: Workload, expert: KernelState, brain: Editor, gate: 
             return _stop(run, lineage, current, f"step cap ({limits.max_steps}) reached")
         if len(lineage.rejections) >= limits.max_rejections:
             return _stop(run, lineage, current, f"rejection cap ({limits.max_rejections}) reached")
-        answer = brain.simplify(current, EditContext(workload=workload, features=tuple(sorted(features))))
+        if not features:
+            return _stop(run, lineage, current, _why_stuck(features))
+        if gate.meter is not None and gate.meter.exhausted():
+            return _stop(run, lineage, current, gate.meter.exhausted() or "", budget=True)
+        answer = brain.simplify(current, walk.context(current, features, lineage))
         proposals = [p for p in answer.proposals if (current.fingerprint, p.feature) not in tried
                      and not _blocked(p.feature or "", features)]
-        if not proposals:
-            return _stop(run, lineage, current, _why_stuck(features))
+        if not proposals and not answer.failures:
+            if getattr(brain, "exhaustive", False) or not answer.proposals:
+                return _stop(run, lineage, current, _why_stuck(features))
+            repeated = ", ".join(sorted({p.feature or "?" for p in answer.proposals}))
+            answer.failures.append(f"proposed {repeated} again, or before what depends on it")
+        for failure in answer.failures:  # an unusable answer is a refused proposal, never a crash
+            walk.reject(lineage, Rejection(step=step, state=current.fingerprint, feature=None,
+                                           verdict="unusable_answer", reason=failure))
         gate.prebuild([p.state for p in proposals])
         for proposal in proposals:
+            if proposal is not proposals[0] and gate.meter is not None and gate.meter.exhausted():
+                break  # the first is paid for; the rest wait for a resumed run
             rejection = walk.try_proposal(step, current, proposal)
             tried.add((current.fingerprint, proposal.feature))
             if rejection is None:
@@ -133,8 +158,7 @@ def backward_walk(workload: Workload, expert: KernelState, brain: Editor, gate: 
                 lineage.states.append(transition.simpler_state)
                 current = proposal.state
                 break
-            run.log("proposal_rejected", rejection=rejection.model_dump(mode="json"))
-            lineage.rejections.append(rejection)
+            walk.reject(lineage, rejection)
             if len(lineage.rejections) >= limits.max_rejections:
                 break
 
@@ -149,8 +173,10 @@ def _why_stuck(features: set[str]) -> str:
     return f"no proposal passed the gate and the audit (left: {', '.join(removable)})"
 
 
-def _stop(run: RunDir, lineage: Lineage, current: KernelState, reason: str) -> Lineage:
-    run.log("walk_stopped", reason=reason)
+def _stop(run: RunDir, lineage: Lineage, current: KernelState, reason: str,
+          budget: bool = False) -> Lineage:
+    """``budget``: a stop a resumed run with more budget continues from."""
+    run.log("walk_stopped", reason=reason, **({"budget": True} if budget else {}))
     return _finish(lineage, current, reason)
 
 

@@ -15,13 +15,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from klineage.editors import EditContext, Editor
+from klineage.lineage._feedback import report_feedback
 from klineage.lineage.gating import StateGate
 from klineage.skills.card import SkillCard, Trial
 from klineage.skills.lift import divisibility_precondition
 from klineage.source import present
 from klineage.workload import KernelState, Workload
 
-__all__ = ["Context", "admit", "applicable"]
+__all__ = ["MAX_ATTEMPTS", "Context", "admit", "applicable"]
+
+MAX_ATTEMPTS = 2
+"""Materializations per context for a non-exhaustive (LLM) brain; the retry carries the gate's
+feedback. The rules brain is asked once: asking again gives the same kernel."""
 
 
 @dataclass(frozen=True)
@@ -67,18 +72,28 @@ def admit(card: SkillCard, contexts: list[Context], brain: Editor, max_trials: i
 
 
 def _trial(card: SkillCard, context: Context, brain: Editor, held_out: bool) -> SkillCard:
-    answer = brain.materialize(context.state, card, EditContext(workload=context.workload))
-    if not answer.proposals:
-        reason = "; ".join(answer.failures) or "the brain proposed nothing"
-        return card.with_trial(Trial(target=context.label, held_out=held_out, verdict="no_proposal",
-                                     effect_observed=None, reason=reason))
-    proposal = answer.proposals[0]
-    report = context.gate.check(proposal.state)
-    if not report.accepted:
-        card = card.with_trial(Trial(target=context.label, held_out=held_out,
-                                     verdict=report.verdict.value, effect_observed=None,
-                                     reason=report.reason))
-        return _learn_from_failure(card, context.workload, report.reason)
+    attempts = 1 if getattr(brain, "exhaustive", False) else MAX_ATTEMPTS
+    feedback = ""
+    for attempt in range(1, attempts + 1):  # an LLM brain is asked again with the gate's feedback
+        answer = brain.materialize(context.state, card, EditContext(workload=context.workload,
+                                                                    feedback=feedback))
+        if not answer.proposals:
+            reason = "; ".join(answer.failures) or "the brain proposed nothing"
+            if attempt < attempts and answer.failures:
+                feedback = reason
+                continue
+            return card.with_trial(Trial(target=context.label, held_out=held_out,
+                                         verdict="no_proposal", effect_observed=None, reason=reason))
+        proposal = answer.proposals[0]
+        report = context.gate.check(proposal.state)
+        if report.accepted:
+            break
+        if attempt == attempts:
+            card = card.with_trial(Trial(target=context.label, held_out=held_out,
+                                         verdict=report.verdict.value, effect_observed=None,
+                                         reason=report.reason))
+            return _learn_from_failure(card, context.workload, report.reason)
+        feedback = report_feedback(report)
     comparison = context.gate.compare(context.state, proposal.state)
     faster = comparison.decision == "faster"
     card = card.with_trial(Trial(

@@ -1,0 +1,128 @@
+"""Whole mines driven by the API brains over loopback HTTP: record, replay, budget, resume."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from editors.conftest import config_for
+from editors.fake_llm import FakeLLM, rules_brain
+from klineage.errors import BrainError
+from klineage.lineage import WalkLimits
+from klineage.mining import MineOptions, mine
+from klineage.runs import Budget
+from klineage.workload import load_kernel, load_workload
+
+
+def _options(quick, url, **extra):
+    return MineOptions(limits=WalkLimits(max_steps=10, max_rejections=10), gate=quick,
+                       config=config_for(url), **extra)
+
+
+def _mine(tmp_path, options, resume=None):
+    workload = load_workload(FIXTURES / "axpy")
+    return mine(workload, load_kernel(workload, "expert"), tmp_path / "runs", None, options, resume)
+
+
+def _decisions(run):
+    return [(e["event"], (e.get("transition") or e.get("rejection"))["feature"])
+            for e in run.events() if e["event"] in {"step_accepted", "proposal_rejected"}]
+
+
+def _assert_naive_and_charged(result, brain):
+    summary = result.summary()
+    assert summary["naive_reached"], summary["stop_reason"]
+    assert set(summary["features_removed"]) >= {"omp_parallel", "omp_simd", "restrict", "unroll"}
+    charges = result.run.events("charge")
+    whats = {e["what"] for e in charges if e["kind"] == "brain"}
+    assert {f"{brain}.simplify@v1", f"{brain}.rederive@v1"} <= whats
+    assert summary["spent"]["calls"] == sum(e["cost"]["calls"] for e in charges if e["kind"] == "brain")
+    assert summary["spent"]["usd"] > 0 and summary["spent"]["gate_runs"] > 0
+
+
+def test_openai_mine_records_and_a_replay_reproduces_its_decisions(tmp_path, quick, secret_keys):
+    cassette = tmp_path / "cassette.jsonl"
+    server = FakeLLM()
+    try:
+        recorded = _mine(tmp_path, _options(quick, server.url, brain="openai", record=cassette,
+                                            admit_on=(FIXTURES / "scale",)))
+    finally:
+        server.stop()
+    _assert_naive_and_charged(recorded, "openai")
+    prompts = {json.loads(line)["prompt"] for line in cassette.read_text().splitlines()}
+    assert prompts >= {"simplify@v1", "rederive@v1"}
+    if recorded.cards:  # whether a step measured an effect depends on this machine's timing
+        assert {"lift@v1", "materialize@v1"} <= prompts
+    # the server is gone: every answer now comes from the cassette
+    replayed = _mine(tmp_path, _options(quick, server.url, brain="replay", replay=cassette,
+                                        admit_on=(FIXTURES / "scale",)))
+    assert _decisions(replayed.run) == _decisions(recorded.run)
+    assert replayed.summary()["features_removed"] == recorded.summary()["features_removed"]
+    # no API key anywhere in what the runs and the cassette wrote
+    for path in [cassette, *(tmp_path / "runs").rglob("*")]:
+        if path.is_file():
+            assert secret_keys not in path.read_text(errors="replace"), path
+
+
+def test_a_replay_that_diverges_fails_clearly(tmp_path, quick):
+    cassette = tmp_path / "empty.jsonl"
+    cassette.write_text("")
+    with pytest.raises(BrainError, match="has no recorded answer for this simplify@v1 request"):
+        _mine(tmp_path, _options(quick, "http://127.0.0.1:9", brain="openai", replay=cassette,
+                                 admit_on=()))
+
+
+def test_server_down_mid_run_keeps_the_run_and_resume_finishes(tmp_path, quick):
+    server = FakeLLM()
+    answered = []
+
+    def brain_then_vanish(prompt):
+        answered.append(prompt)
+        if len(answered) == 3:  # this answer is the last one: the server goes away after it
+            threading.Thread(target=server.stop, daemon=True).start()
+        return rules_brain(prompt)
+
+    server.brain = brain_then_vanish
+    with pytest.raises(BrainError, match=r"cannot reach the brain.*continue it with --resume") as info:
+        _mine(tmp_path, _options(quick, server.url, brain="openai", admit_on=()))
+    run_path = info.value.args[0].rsplit("--resume ", 1)[1]
+    events = [json.loads(line) for line in Path(run_path, "events.jsonl").read_text().splitlines()]
+    assert events[-1]["event"] == "run_interrupted"
+    before = [e["transition"]["feature"] for e in events if e["event"] == "step_accepted"]
+    assert len(before) == 3
+
+    again = FakeLLM()
+    try:
+        result = _mine(tmp_path, _options(quick, again.url, brain="openai", admit_on=()), resume=run_path)
+    finally:
+        again.stop()
+    assert result.summary()["features_removed"][:3] == before
+    assert result.lineage.naive_reached
+    steps = [e["transition"]["step"] for e in result.run.events("step_accepted")]
+    assert steps == sorted(set(steps)), "an accepted step was redone"
+
+
+def test_anthropic_mine_stops_at_its_budget_and_resume_finishes_it(tmp_path, quick, fake_llm):
+    first = _mine(tmp_path, _options(quick, fake_llm.url, brain="anthropic", admit_on=(),
+                                     budget=Budget(calls=2)))
+    summary = first.summary()
+    assert summary["stop_reason"] == "budget reached: brain calls 2 of 2"
+    assert summary["steps_accepted"] == 2 and summary["spent"]["calls"] == 2
+    assert summary["budget_reached"] and not summary["cards_lifted"]
+    assert all("not tried" in note for note in summary["notes"])  # re-derivation waits
+    assert len(fake_llm.requests) == 2
+
+    # resumed with no limit: the walk goes on from step 3 and the whole mine finishes
+    second = _mine(tmp_path, _options(quick, fake_llm.url, brain="anthropic", admit_on=()),
+                   resume=first.run.path)
+    _assert_naive_and_charged(second, "anthropic")
+    summary = second.summary()
+    assert summary["features_removed"][:2] == first.summary()["features_removed"]
+    assert summary["spent"]["calls"] == len(fake_llm.requests) and summary["budget_reached"] is None
+    assert all(t.removal_diff and t.sites for t in second.lineage.transitions)
+    steps = [e["transition"]["step"] for e in second.run.events("step_accepted")]
+    assert steps == [1, 2, 3, 4]
