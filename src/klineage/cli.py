@@ -199,6 +199,9 @@ def _mount_subcommands() -> None:
     from klineage.skills.cli import skills_app
 
     app.add_typer(skills_app, name="skills", help="List, show, search and export skill cards.")
+    from klineage.optimize.cli import optimize_command
+
+    app.command("optimize")(optimize_command)
 
 
 _mount_subcommands()
