@@ -202,6 +202,9 @@ def _mount_subcommands() -> None:
     from klineage.optimize.cli import optimize_command
 
     app.command("optimize")(optimize_command)
+    from klineage.bench.cli import bench_command
+
+    app.command("bench")(bench_command)
 
 
 _mount_subcommands()
