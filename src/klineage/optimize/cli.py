@@ -84,8 +84,9 @@ def retrieval_table(rows: list[dict[str, Any]], method: str = "klineage") -> Tab
     if method != "klineage":
         return f"retrieval is not used by --method {method}"
     table = Table(title="retrieval on the start kernel")
-    for column in ("rank", "skill", "feature", "score", "why"):
-        table.add_column(column, overflow="fold")
+    for column in ("rank", "skill", "feature", "score"):
+        table.add_column(column, overflow="fold", ratio=1)
+    table.add_column("why", overflow="fold", ratio=4)
     for row in rows:
         rank = str(row["rank"]) if row["chosen"] else "[yellow]skip[/]"
         table.add_row(rank, escape(f"{row['id'][:8]} {row['name']}"), row["feature"],

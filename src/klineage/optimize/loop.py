@@ -70,6 +70,8 @@ def optimize(workload: Workload, start: KernelSpec, library: Library | None, bud
         budget, brain, method = Budget(**meta["budget"]), meta["brain"], meta["method"]
         seed, sol_target = meta["seed"], meta["sol_target"]
         start_state = load_state(run.state_dir(meta["start_state"]), workload)
+        if library is None and meta.get("library"):
+            library = Library.open(meta["library"])
     else:
         start_state = KernelState.from_spec(start)
         run = RunDir.create(runs_root, "optimize", workload.name, {
