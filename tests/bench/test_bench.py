@@ -89,3 +89,20 @@ def test_budget_to_90_percent_of_the_final_gain():
     flat = [{"gate_runs": 1, "wall_s": 1.0, "best_speedup": 1.0}]
     assert budget_to_fraction(flat) == {"gate_runs": 1, "wall_s": 1.0}
     assert budget_to_fraction([]) is None
+
+
+def test_bench_cli_json_and_table(tmp_path):
+    from typer.testing import CliRunner
+
+    from klineage.cli import app
+
+    args = ["bench", str(FIXTURES / "dot"), "--methods", "none", "--budget", "gate_runs=1",
+            "--runs", str(tmp_path / "runs"), "--seed", "3"]
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.output)
+    row = record["results"][0]
+    assert (row["workload"], row["method"], row["status"]) == ("dot", "none", "ok")
+    assert row["reason"] == "budget reached: gate runs 1 of 1" and row["speedup_vs_start"] == 1.0
+    table = CliRunner().invoke(app, [*args, "--methods", "none,bogus"])
+    assert table.exit_code == 2 and "unknown bogus" in table.output
