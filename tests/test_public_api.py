@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import klineage.backends
+import klineage.bench
 import klineage.editors
 import klineage.gate
 import klineage.lineage
+import klineage.optimize
 import klineage.report
 import klineage.runs
 import klineage.workload
@@ -23,6 +25,9 @@ EXPECTED = {
                        "WalkLimits", "backward_walk", "rederive_lineage"],
     klineage.runs: ["Budget", "Meter", "RunDir", "Spent", "new_run_id"],
     klineage.report: ["ReportPaths", "write_report"],
+    klineage.optimize: ["METHODS", "MethodInputs", "OptimizeResult", "default_inputs", "optimize"],
+    klineage.bench: ["BenchResult", "bench", "budget_to_fraction", "leave_one_out", "suite_workloads",
+                     "summarize", "without_workload"],
 }
 
 

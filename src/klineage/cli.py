@@ -211,6 +211,12 @@ def _mount_subcommands() -> None:
     from klineage.report.cli import report_command
 
     app.command("report")(report_command)
+    from klineage.optimize.cli import optimize_command
+
+    app.command("optimize")(optimize_command)
+    from klineage.bench.cli import bench_command
+
+    app.command("bench")(bench_command)
 
 
 _mount_subcommands()

@@ -1,0 +1,91 @@
+"""Method benchmark on the CPU suite: klineage skills vs the none / memory / expert-source baselines.
+
+Builds a library by mining every CPU example expert with the rules brain (or reuses --library),
+then runs `klineage bench` on examples/workloads/cpu with leave-one-out fairness, and writes a
+Markdown table to benchmarks/results/bench_cpu-<date>.md with the machine and date.
+
+    python benchmarks/bench_cpu.py [--library DIR] [--budget gate_runs=6] [--repeats 1] [--only a,b]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+from pathlib import Path
+
+from _bench import REPO, header, markdown_table, write_result
+
+from klineage.bench import bench
+from klineage.gate import GateOptions
+from klineage.mining import MineOptions, mine
+from klineage.runs import Budget
+from klineage.skills.library import Library
+from klineage.workload import load_kernel, load_workload
+
+SUITE = REPO / "examples" / "workloads" / "cpu"
+METHODS = ["klineage", "none", "memory", "expert-source"]
+
+
+def build_library(target: Path, scratch: Path) -> None:
+    for path in sorted(p for p in SUITE.iterdir() if (p / "workload.toml").is_file()):
+        workload = load_workload(path)
+        print(f"mining {workload.name} ...", flush=True)
+        mine(workload, load_kernel(workload, "expert"), scratch / "mine-runs", target, MineOptions())
+
+
+def _x(value: float | None) -> str:
+    return f"{value:.2f}x" if value else "-"
+
+
+def render(record: dict, library: Path, suite: Path) -> str:
+    text = header("Method benchmark, CPU (rules brain, leave-one-out)", record["machine"])
+    text += (f"- suite: {record['suite']}\n- budget per run: {record['budget']}; repeats: "
+             f"{record['repeats']}; base seed: {record['seed']}\n- library: {library}\n\n")
+    rows = [[r["workload"], r["method"], str(r["repeat"]), r["status"], _x(r["speedup_vs_start"]),
+             _x(r["speedup_vs_expert"]),
+             f"{r['sol_fraction']:.0%}" if r["sol_fraction"] is not None else "-",
+             f"{r['correct_candidates']}/{r['failed_candidates']}",
+             str(r["budget_to_90pct"]["gate_runs"]) if r["budget_to_90pct"] else "-",
+             r["reason"].replace("|", "/")] for r in record["results"]]
+    text += markdown_table(["workload", "method", "repeat", "status", "vs start", "vs expert", "SOL",
+                            "correct/failed", "gate runs to 90%", "stopped because"], rows)
+    summary = [[s["method"], _x(s["geomean_speedup_vs_start"]), _x(s["geomean_speedup_vs_expert"]),
+                f"{s['mean_sol_fraction']:.0%}" if s["mean_sol_fraction"] is not None else "-",
+                "; ".join(f"{f['workload']}#{f['repeat']}" for f in s["failures"]) or "-"]
+               for s in record["summary"]]
+    text += "\n\nSummary (geometric means; a failed run counts as the start kernel, 1.0x):\n\n"
+    text += markdown_table(["method", "geomean vs start", "geomean vs expert", "mean SOL", "failures"],
+                           summary)
+    return text + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--library", type=Path, default=None, help="reuse a mined library")
+    parser.add_argument("--budget", default="gate_runs=6")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--only", default="", help="comma-separated workloads (a sub-suite)")
+    args = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="klineage-bench-"))
+    library = args.library
+    if library is None:
+        library = scratch / "library"
+        build_library(library, scratch)
+    suite = SUITE
+    if args.only:
+        suite = scratch / "suite"
+        suite.mkdir()
+        for name in args.only.split(","):
+            shutil.copytree(SUITE / name, suite / name)
+    result = bench(suite, Library.open(library), METHODS, Budget.parse(args.budget),
+                   repeats=args.repeats, runs_root=scratch / "runs",
+                   gate_options=GateOptions(trials=5, compare_s=2.0), say=lambda s: print(s, flush=True))
+    text = render(result.record, library, suite)
+    print(text)
+    print(f"bench.json: {result.run.path / 'bench.json'}")
+    print(f"written to {write_result('bench_cpu', text)}")
+
+
+if __name__ == "__main__":
+    main()

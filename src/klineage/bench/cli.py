@@ -1,0 +1,82 @@
+"""``klineage bench``: methods × workloads × repeats (registered by the root app)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from klineage._cli_common import JsonOpt, console
+
+__all__ = ["bench_command", "bench_tables"]
+
+
+def bench_command(
+    suite: Annotated[Path, typer.Argument(help="A folder of workload folders, or one workload.")],
+    library: Annotated[Path | None, typer.Option(help="Skill library (klineage and memory use it).")]
+        = None,
+    methods: Annotated[str, typer.Option(help="Comma-separated: klineage,none,memory,expert-source.")]
+        = "klineage,none,memory,expert-source",
+    budget: Annotated[str, typer.Option(help="Per run, e.g. gate_runs=6 or gate_runs=6,wall=5m.")]
+        = "gate_runs=6",
+    repeats: Annotated[int, typer.Option(min=1, help="Runs per method and workload.")] = 1,
+    brain: Annotated[str, typer.Option(help="Who proposes edits.")] = "rules",
+    start: Annotated[str, typer.Option(help="The start kernel variant.")] = "naive",
+    seed: Annotated[int | None, typer.Option(help="Base seed (default: a fresh one).")] = None,
+    runs: Annotated[Path, typer.Option(help="Where run folders go.")] = Path("runs"),
+    threads: Annotated[int | None, typer.Option(min=1, help="CPU threads to time with.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare methods on the same workloads, gate and budget; print geomeans and failures."""
+    from klineage.bench import bench
+    from klineage.gate import GateOptions
+    from klineage.optimize.cli import user_errors
+    from klineage.runs import Budget
+    from klineage.skills.library import Library
+
+    with user_errors():
+        lib = Library.open(library) if library is not None else None
+        with console.status("", spinner="dots") as status:
+            result = bench(suite, lib, [m.strip() for m in methods.split(",") if m.strip()],
+                           Budget.parse(budget), repeats=repeats, runs_root=runs, brain=brain,
+                           start=start, seed=seed,
+                           gate_options=GateOptions(threads=threads, trials=5, compare_s=2.0),
+                           say=None if as_json else (lambda line: status.update(escape(line))))
+    if as_json:
+        print(json.dumps(result.record, indent=2))
+        return
+    for table in bench_tables(result.record):
+        console.print(table)
+    console.print(f"bench.json: {result.run.path / 'bench.json'}")
+
+
+def _x(value: float | None) -> str:
+    return f"{value:.2f}x" if value else "-"
+
+
+def bench_tables(record: dict[str, Any]) -> list[Table]:
+    """The per-run table and the per-method summary."""
+    runs = Table(title=f"bench {record['suite']} (budget {record['budget']}, {record['machine']})")
+    for column in ("workload", "method", "rep", "status", "vs start", "vs expert", "SOL",
+                   "correct/failed", "to 90% (gate runs)"):
+        runs.add_column(column, overflow="fold")
+    for r in record["results"]:
+        to90 = r["budget_to_90pct"]["gate_runs"] if r["budget_to_90pct"] else "-"
+        sol = f"{r['sol_fraction']:.0%}" if r["sol_fraction"] is not None else "-"
+        status = "ok" if r["status"] == "ok" else "[red]failed[/]"
+        runs.add_row(r["workload"], r["method"], str(r["repeat"]), status, _x(r["speedup_vs_start"]),
+                     _x(r["speedup_vs_expert"]), sol,
+                     f"{r['correct_candidates']}/{r['failed_candidates']}", str(to90))
+    summary = Table(title="summary (a failed run counts as the start kernel, 1.0x)")
+    for column in ("method", "geomean vs start", "geomean vs expert", "mean SOL", "failures"):
+        summary.add_column(column, overflow="fold")
+    for s in record["summary"]:
+        sol = f"{s['mean_sol_fraction']:.0%}" if s["mean_sol_fraction"] is not None else "-"
+        failures = "; ".join(f"{f['workload']}#{f['repeat']}: {f['reason']}" for f in s["failures"])
+        summary.add_row(s["method"], _x(s["geomean_speedup_vs_start"]),
+                        _x(s["geomean_speedup_vs_expert"]), sol, escape(failures) or "-")
+    return [runs, summary]

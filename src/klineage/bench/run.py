@@ -1,0 +1,194 @@
+"""``klineage bench``: every method × workload × repeat through the same loop, gate and budget.
+
+Per workload, the start kernel and the expert are compared once (paired) for the expert's time.
+Per run, the method sees only what leave-one-out allows (``_fairness``) and a fresh seed; the
+klineage method writes its trials into a private copy of the filtered library, so runs stay
+independent. A run whose start kernel fails the gate, or that raises a klineage error, is
+``failed`` and scores the start kernel (1.0×) in every geometric mean.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from klineage.backends import backend_for
+from klineage.bench._fairness import leave_one_out, suite_workloads
+from klineage.errors import ConfigError, KlineageError
+from klineage.gate import GateOptions
+from klineage.lineage.gating import StateGate
+from klineage.optimize import METHODS, optimize
+from klineage.runs import Budget, RunDir
+from klineage.skills.library import Library
+from klineage.workload import KernelState, Workload, load_kernel, load_workload
+
+__all__ = ["BenchResult", "bench", "budget_to_fraction", "summarize"]
+
+SayFn = Callable[[str], None]
+FAILED_SCORE = 1.0
+
+
+@dataclass
+class BenchResult:
+    run: RunDir
+    record: dict[str, Any]
+    """The content of bench.json."""
+
+
+@dataclass(frozen=True)
+class _Expert:
+    start_ms: float | None = None
+    expert_ms: float | None = None
+
+    @property
+    def start_over_expert(self) -> float | None:
+        """time(expert) / time(start): a kernel's speedup over the start, times this, is its
+        speedup over the expert."""
+        return self.expert_ms / self.start_ms if self.start_ms and self.expert_ms else None
+
+
+def bench(suite: Path, library: Library | None, methods: list[str], budget: Budget, repeats: int = 1,
+          runs_root: Path = Path("runs"), brain: str = "rules", start: str = "naive",
+          expert: str = "expert", seed: int | None = None, gate_options: GateOptions | None = None,
+          say: SayFn | None = None) -> BenchResult:
+    """Run the whole grid and write ``bench.json``; returns its content."""
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise ConfigError(f"--methods: unknown {', '.join(unknown) or '(none given)'} "
+                          f"(choose from {', '.join(METHODS)})")
+    say = say or (lambda _: None)
+    folders = suite_workloads(suite)
+    options = gate_options or GateOptions(trials=5, compare_s=2.0)
+    base_seed = seed if seed is not None else secrets.randbits(20)
+    run = RunDir.create(runs_root, "bench", suite.name, {
+        "suite": str(suite), "methods": methods, "budget": budget.describe(), "repeats": repeats,
+        "seed": base_seed, "library": str(library.root) if library else None})
+    cards = library.cards() if library is not None else []
+    results = []
+    for folder in folders:
+        workload = load_workload(folder)
+        start_spec = load_kernel(workload, start)
+        reference = _expert_times(run, workload, start_spec, expert, options, say)
+        inputs = leave_one_out(cards, workload, folders)
+        for repeat in range(repeats):
+            run_seed = base_seed + repeat
+            for method in methods:
+                say(f"{workload.name} · {method} · repeat {repeat + 1}/{repeats}")
+                private = _private_library(run, workload.name, method, repeat, inputs.cards)
+                try:
+                    outcome = optimize(workload, start_spec, private, budget, brain=brain, method=method,
+                                       runs_root=run.path / "runs", seed=run_seed,
+                                       gate_options=options, say=say, inputs=inputs)
+                    row = _row(outcome.record, str(outcome.run.path), reference)
+                except KlineageError as exc:
+                    row = _failed_row(str(exc), reference)
+                row.update(method=method, workload=workload.name, repeat=repeat, seed=run_seed)
+                run.log("bench_result", result=row)
+                results.append(row)
+    record = {"suite": str(suite), "methods": methods, "budget": budget.describe(),
+              "repeats": repeats, "machine": _machine(folders), "date": datetime.now(UTC).isoformat(
+                  timespec="seconds"), "brain": brain, "seed": base_seed,
+              "results": results, "summary": summarize(results, methods)}
+    run.write_json("bench.json", record)
+    run.log("bench_finished")
+    return BenchResult(run, record)
+
+
+def _expert_times(run: RunDir, workload: Workload, start_spec: Any, expert: str,
+                  options: GateOptions, say: SayFn) -> _Expert:
+    if not (workload.root / "kernels" / expert).is_dir():
+        return _Expert()
+    say(f"{workload.name}: timing the expert against the start kernel (paired)")
+    gate = StateGate(run, workload, options)
+    start_state = KernelState.from_spec(start_spec)
+    comparison = gate.compare(start_state, KernelState.from_spec(load_kernel(workload, expert)))
+    if comparison.baseline_median_s is None or comparison.candidate_median_s is None:
+        return _Expert()
+    return _Expert(comparison.baseline_median_s * 1e3, comparison.candidate_median_s * 1e3)
+
+
+def _private_library(run: RunDir, workload: str, method: str, repeat: int,
+                     cards: list[Any]) -> Library | None:
+    if method != "klineage":
+        return None
+    library = Library.open(run.path / "libraries" / f"{workload}-r{repeat}", create=True)
+    for card in cards:
+        library.add(card)
+    return library
+
+
+def _row(record: dict[str, Any], optimize_run: str, reference: _Expert) -> dict[str, Any]:
+    if record["status"] != "ok":
+        return {**_failed_row(record["stop_reason"], reference), "optimize_run": optimize_run}
+    speedup = record["best_speedup"]
+    start_ms = reference.start_ms or record["start_ms"]
+    factor = reference.start_over_expert
+    steps = record["steps"]
+    return {
+        "status": "ok", "reason": record["stop_reason"], "start_ms": start_ms,
+        "best_ms": start_ms / speedup if start_ms else None, "expert_ms": reference.expert_ms,
+        "speedup_vs_start": speedup, "speedup_vs_expert": speedup * factor if factor else None,
+        "sol_fraction": record["sol_fraction"],
+        "correct_candidates": sum(s["verdict"] == "accepted" for s in steps),
+        "failed_candidates": sum(s["verdict"] not in ("accepted", "duplicate", "no_proposal")
+                                 for s in steps),
+        "budget_to_90pct": budget_to_fraction(record["curve"]), "curve": record["curve"],
+        "optimize_run": optimize_run}
+
+
+def _failed_row(reason: str, reference: _Expert) -> dict[str, Any]:
+    factor = reference.start_over_expert
+    return {"status": "failed", "reason": reason, "start_ms": reference.start_ms,
+            "best_ms": reference.start_ms, "expert_ms": reference.expert_ms,
+            "speedup_vs_start": FAILED_SCORE,
+            "speedup_vs_expert": FAILED_SCORE * factor if factor else None, "sol_fraction": None,
+            "correct_candidates": 0, "failed_candidates": 0,
+            "budget_to_90pct": None, "curve": [], "optimize_run": None}
+
+
+def budget_to_fraction(curve: list[dict[str, Any]], fraction: float = 0.9) -> dict[str, Any] | None:
+    """The spend at which the best-so-far first reached ``fraction`` of the final gain (in log
+    space: 90% of a 4× gain is 4**0.9×); the first point when there was no gain."""
+    if not curve:
+        return None
+    final = curve[-1]["best_speedup"]
+    target = math.exp(fraction * math.log(final)) if final > 1 else 0.0
+    point = next(p for p in curve if p["best_speedup"] >= target - 1e-12)
+    return {"gate_runs": point["gate_runs"], "wall_s": point["wall_s"]}
+
+
+def summarize(results: list[dict[str, Any]], methods: list[str]) -> list[dict[str, Any]]:
+    """Per method: geometric means (a failed run counts as the start kernel) and the failures."""
+    summary = []
+    for method in methods:
+        rows = [r for r in results if r["method"] == method]
+        vs_expert = [r["speedup_vs_expert"] for r in rows if r["speedup_vs_expert"]]
+        sols = [r["sol_fraction"] for r in rows if r["sol_fraction"] is not None]
+        summary.append({
+            "method": method, "runs": len(rows),
+            "geomean_speedup_vs_start": _geomean([r["speedup_vs_start"] for r in rows]),
+            "geomean_speedup_vs_expert": _geomean(vs_expert),
+            "mean_sol_fraction": sum(sols) / len(sols) if sols else None,
+            "failures": [{"workload": r["workload"], "repeat": r["repeat"], "reason": r["reason"]}
+                         for r in rows if r["status"] != "ok"]})
+    return summary
+
+
+def _geomean(values: list[float]) -> float | None:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def _machine(folders: list[Path]) -> str:
+    try:
+        language = load_kernel(load_workload(folders[0]), "naive").language
+        where = backend_for(language).platform()
+    except KlineageError:
+        where = platform.machine()
+    return f"{where} ({platform.node()}, {os.cpu_count()} cores)"

@@ -1,0 +1,111 @@
+"""``klineage optimize``: the forward loop from the command line (registered by the root app)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from klineage._cli_common import JsonOpt, console, err_console
+from klineage.errors import ConfigError, KlineageError
+
+__all__ = ["optimize_command", "retrieval_table", "user_errors"]
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """A klineage error becomes one red line and exit status 2, as under the root command."""
+    try:
+        yield
+    except KlineageError as exc:
+        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), highlight=False,
+                          soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+def optimize_command(
+    workload: Annotated[Path, typer.Argument(help="Workload folder.")],
+    start: Annotated[str, typer.Option(help="The kernel to start from.")] = "naive",
+    library: Annotated[Path | None, typer.Option(help="Skill library (needed by --method klineage).")] = None,
+    budget: Annotated[str, typer.Option(
+        help="Limits, e.g. gate_runs=8,usd=2,wall=10m (keys: gate_runs, calls, tokens, usd, wall).")]
+        = "gate_runs=8",
+    method: Annotated[str, typer.Option(help="klineage | none | memory | expert-source.")] = "klineage",
+    brain: Annotated[str, typer.Option(help="Who proposes edits.")] = "rules",
+    seed: Annotated[int, typer.Option(help="Seed of the baselines' random order.")] = 0,
+    sol_target: Annotated[float, typer.Option(
+        min=0, help="Stop once the best kernel reaches this share of speed of light.")] = 0.9,
+    explain: Annotated[bool, typer.Option(help="Show why each skill was chosen or skipped.")] = False,
+    resume: Annotated[Path | None, typer.Option(help="Continue this interrupted run.")] = None,
+    runs: Annotated[Path, typer.Option(help="Where run folders go.")] = Path("runs"),
+    threads: Annotated[int | None, typer.Option(min=1, help="CPU threads to time with.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Apply skills (or a baseline) under the gate within a budget; print the best kernel."""
+    from klineage.gate import GateOptions
+    from klineage.optimize import METHODS, optimize
+    from klineage.runs import Budget
+    from klineage.skills.library import Library
+    from klineage.workload import load_kernel, load_workload
+
+    with user_errors():
+        if method not in METHODS:
+            raise ConfigError(f"--method: unknown method {method!r} (one of {', '.join(METHODS)})")
+        if method == "klineage" and library is None and resume is None:
+            raise ConfigError("--method klineage needs --library DIR (a mined skill library)")
+        loaded = load_workload(workload)
+        lib = Library.open(library) if library is not None else None
+        with console.status("", spinner="dots") as status:
+            result = optimize(loaded, load_kernel(loaded, start), lib, Budget.parse(budget), brain=brain,
+                              method=method, runs_root=runs, seed=seed, sol_target=sol_target,
+                              gate_options=GateOptions(threads=threads, trials=5, compare_s=2.0),
+                              say=None if as_json else (lambda line: status.update(escape(line))),
+                              resume=resume)
+    record = result.record
+    if as_json:
+        print(json.dumps(record, indent=2))
+    else:
+        if explain:
+            console.print(retrieval_table(record["retrieval"], method))
+        console.print(optimize_table(record, str(result.run.path)))
+    if record["status"] != "ok":
+        raise typer.Exit(1)
+
+
+def retrieval_table(rows: list[dict[str, Any]], method: str = "klineage") -> Table | str:
+    """Chosen cards with rank and score parts, then skipped cards with the reason."""
+    if method != "klineage":
+        return f"retrieval is not used by --method {method}"
+    table = Table(title="retrieval on the start kernel")
+    for column in ("rank", "skill", "feature", "score"):
+        table.add_column(column, overflow="fold", ratio=1)
+    table.add_column("why", overflow="fold", ratio=4)
+    for row in rows:
+        rank = str(row["rank"]) if row["chosen"] else "[yellow]skip[/]"
+        table.add_row(rank, escape(f"{row['id'][:8]} {row['name']}"), row["feature"],
+                      f"{row['score']:.2f}" if row["chosen"] else "-", escape(row["reason"]))
+    return table
+
+
+def optimize_table(record: dict[str, Any], run: str) -> Table:
+    table = Table(title=f"optimize {record['workload']} ({record['method']}, {record['brain']} brain)")
+    for column in ("step", "feature", "skill", "verdict", "ratio", "kept"):
+        table.add_column(column, overflow="fold")
+    for step in record["steps"]:
+        ratio = f"{step['ratio']:.3f}" if step["ratio"] else "-"
+        table.add_row(str(step["step"]), step["feature"] or "-", (step["skill"] or "-")[:8],
+                      step["verdict"], ratio, "[green]yes[/]" if step["kept"] else "no")
+    speedup, sol = record["best_speedup"], record["sol_fraction"]
+    table.caption = escape(
+        f"best {record['best_state']}: {f'{speedup:.2f}x' if speedup else '-'} over {record['start']}"
+        f", {f'{sol:.0%}' if sol is not None else '-'} of speed of light "
+        f"({record['sol_limiter'] or '-'}); stopped: {record['stop_reason']}; "
+        f"best kernel: {record['best_kernel']}; run: {run}")
+    return table

@@ -1,0 +1,245 @@
+"""The forward loop: gate the start kernel, then gate one candidate at a time from a method and keep
+it only when it is correct and faster than the current best by the paired comparison.
+
+Stops, in this order of checks before each candidate: the budget (``Meter.exhausted``), the
+speed-of-light target (the best kernel reached ``sol_target`` of its bound), and nothing left to
+try. Every candidate is one ``candidate`` event in the run's log; ``resume`` replays them, so a
+killed run continues without re-gating (gate reports are also cached per fingerprint).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from klineage.editors import get_editor
+from klineage.gate import GateOptions, GateReport
+from klineage.lineage.gating import StateGate, load_state
+from klineage.optimize._context import expert_sources, memory_pairs
+from klineage.optimize.methods import Candidate, KlineageMethod, Method, MethodInputs, make_method
+from klineage.runs import Budget, Meter, RunDir
+from klineage.skills.card import Trial
+from klineage.skills.library import Library
+from klineage.skills.retrieval import Choice
+from klineage.source import unified_diff
+from klineage.workload import KernelSpec, KernelState, Workload
+
+__all__ = ["OptimizeResult", "default_inputs", "optimize"]
+
+SayFn = Callable[[str], None]
+RESULT_FILE = "optimize.json"
+
+
+@dataclass
+class OptimizeResult:
+    run: RunDir
+    record: dict[str, Any]
+    """The content of optimize.json."""
+    best: KernelState
+    choices: list[Choice] = field(default_factory=list)
+    """Retrieval on the start kernel (klineage method), for --explain."""
+
+    @property
+    def best_speedup(self) -> float | None:
+        return self.record["best_speedup"]
+
+    @property
+    def stop_reason(self) -> str:
+        return self.record["stop_reason"]
+
+
+def default_inputs(workload: Workload, library: Library | None, runs_root: Path | None) -> MethodInputs:
+    """Everything available: the library's cards, memory from it and past runs, sibling experts."""
+    cards = library.cards() if library is not None else []
+    siblings = sorted(p for p in workload.root.parent.iterdir() if (p / "workload.toml").is_file())
+    return MethodInputs(cards=cards, memory=memory_pairs(cards, runs_root),
+                        experts=expert_sources(siblings, exclude_workload=workload.name))
+
+
+def optimize(workload: Workload, start: KernelSpec, library: Library | None, budget: Budget,
+             brain: str = "rules", method: str = "klineage", runs_root: Path = Path("runs"),
+             seed: int = 0, sol_target: float = 0.9, gate_options: GateOptions | None = None,
+             say: SayFn | None = None, resume: Path | None = None,
+             inputs: MethodInputs | None = None) -> OptimizeResult:
+    """Run (or resume) one optimization; returns the record written to ``optimize.json``."""
+    if resume is not None:
+        run = RunDir.open(resume)
+        meta = run.meta
+        budget, brain, method = Budget(**meta["budget"]), meta["brain"], meta["method"]
+        seed, sol_target = meta["seed"], meta["sol_target"]
+        start_state = load_state(run.state_dir(meta["start_state"]), workload)
+        if library is None and meta.get("library"):
+            library = Library.open(meta["library"])
+    else:
+        start_state = KernelState.from_spec(start)
+        run = RunDir.create(runs_root, "optimize", workload.name, {
+            "workload": str(workload.root), "start": start.name, "method": method, "brain": brain,
+            "budget": budget.__dict__, "seed": seed, "sol_target": sol_target,
+            "library": str(library.root) if library else None, "start_state": start_state.fingerprint})
+        start_state.materialize(run.state_dir(start_state.fingerprint), workload)
+    loop = _Loop(run, workload, start_state, library, budget, brain, method, seed, sol_target,
+                 gate_options or GateOptions(trials=5, compare_s=2.0), say or (lambda _: None),
+                 inputs if inputs is not None else default_inputs(workload, library, runs_root))
+    return loop.run_to_end()
+
+
+class _Loop:
+    def __init__(self, run: RunDir, workload: Workload, start: KernelState, library: Library | None,
+                 budget: Budget, brain: str, method: str, seed: int, sol_target: float,
+                 options: GateOptions, say: SayFn, inputs: MethodInputs):
+        self.run, self.workload, self.start, self.library = run, workload, start, library
+        self.sol_target, self.say = sol_target, say
+        self.meter = Meter.resume(budget, run.events(), log=run.log)
+        self.gate = StateGate(run, workload, options, meter=self.meter,
+                              progress=lambda stage, detail: say(f"{stage}: {detail}"))
+        self.brain = get_editor(brain)
+        self.method: Method = make_method(method, self.brain, workload, inputs, seed,
+                                          self.meter.charge_brain)
+        self.meta = {"workload": workload.name, "start": run.meta["start"], "method": method,
+                     "brain": brain, "budget": budget.describe(), "seed": seed}
+        self._replay()
+
+    def _replay(self) -> None:
+        self.steps: list[dict[str, Any]] = []
+        self.curve: list[dict[str, Any]] = [
+            {k: v for k, v in e.items() if k not in ("t", "event")}
+            for e in self.run.events("start_gated")[-1:]]
+        self.best, self.chain = self.start, 1.0
+        for event in self.run.events("candidate"):
+            step = {k: v for k, v in event.items() if k not in ("t", "event", "key", "best_speedup")}
+            self.steps.append(step)
+            if event["kept"]:
+                self.best = load_state(self.run.state_dir(event["candidate"]), self.workload)
+                self.chain = event["best_speedup"]
+            if event["verdict"] not in ("no_proposal", "duplicate"):
+                self.curve.append(self._point(event["spent"], self.chain))
+        self.tried = {e["key"] for e in self.run.events("candidate")}
+        self.tried_states = {s["candidate"] for s in self.steps if s["candidate"]}
+
+    @staticmethod
+    def _point(spent: dict[str, Any], best: float) -> dict[str, Any]:
+        return {"gate_runs": spent["gate_runs"], "wall_s": round(spent["wall_s"], 3),
+                "best_speedup": best}
+
+    def run_to_end(self) -> OptimizeResult:
+        start_report = self.gate.check(self.start, profile=True)
+        if not self.curve:
+            point = self._point(self._spent(), 1.0)
+            self.run.log("start_gated", **point)
+            self.curve.append(point)
+        choices = (self.method.choices(self.start, start_report)
+                   if isinstance(self.method, KlineageMethod) else [])
+        if not start_report.accepted:
+            stop = f"the start kernel failed the gate: {start_report.verdict.value}: {start_report.reason}"
+            return self._finish(stop, start_report, choices, failed=True)
+        best_report = self.gate.check(self.best, profile=True)
+        feedback = ""
+        while (stop := self._stop_reason(best_report)) is None:
+            candidate = self.method.next(self.best, best_report, feedback, self.tried)
+            if candidate is None:
+                stop = ("no skill applies" if isinstance(self.method, KlineageMethod)
+                        else "no candidate left") + " to the best kernel"
+                break
+            feedback, report = self._try(candidate, best_report)
+            if report is not None:
+                best_report = report
+        return self._finish(stop, best_report, choices)
+
+    def _stop_reason(self, best_report: GateReport) -> str | None:
+        exhausted = self.meter.exhausted()
+        if exhausted:
+            return exhausted
+        fraction = best_report.sol.fraction if best_report.sol else None
+        if fraction is not None and fraction >= self.sol_target:
+            return f"reached {fraction:.0%} of speed of light (target {self.sol_target:.0%})"
+        return None
+
+    def _spent(self) -> dict[str, Any]:
+        return dict(self.meter.spent.__dict__)
+
+    def _try(self, candidate: Candidate, best_report: GateReport) -> tuple[str, GateReport | None]:
+        """Gate one candidate; returns (feedback for the brain, the new best's report if kept)."""
+        self.tried.add(candidate.key)
+        proposal = candidate.proposal
+        if proposal is None:
+            self._log(candidate, None, "no_proposal", candidate.note, None, False)
+            return candidate.note, None
+        state = proposal.state
+        if state.fingerprint in self.tried_states:
+            self._log(candidate, state, "duplicate", "the same kernel was already gated", None, False)
+            return "", None
+        self.tried_states.add(state.fingerprint)
+        self.say(f"gating {candidate.feature or 'candidate'} ({candidate.key})")
+        report = self.gate.check(state, profile=True)
+        if not report.accepted:
+            self._log(candidate, state, report.verdict.value, report.reason, None, False)
+            self._write_back(candidate, report.verdict.value, report.reason, None)
+            return f"{report.verdict.value}: {report.reason}", None
+        comparison = self.gate.compare(self.best, state)
+        kept = comparison.decision == "faster"
+        reason = (f"paired time ratio {comparison.ratio:.3f} (95% CI {comparison.ci_low:.3f}–"
+                  f"{comparison.ci_high:.3f}) vs the best: {comparison.decision}")
+        if kept:
+            self.chain /= comparison.ratio
+        self._log(candidate, state, "accepted", reason, comparison.ratio, kept)
+        self._write_back(candidate, "accepted" if kept else "slower", reason, 1 / comparison.ratio)
+        if kept:
+            self.best = state
+            return f"kept: {reason}", report
+        return f"not kept: {reason}", None
+
+    def _log(self, candidate: Candidate, state: KernelState | None, verdict: str, reason: str,
+             ratio: float | None, kept: bool) -> None:
+        spent = self._spent()
+        diff = unified_diff(self.best.source, state.source) if state is not None else ""
+        step = {"step": len(self.steps) + 1, "candidate": state.fingerprint if state else None,
+                "skill": candidate.skill, "feature": candidate.feature, "verdict": verdict,
+                "reason": reason, "ratio": ratio, "kept": kept, "spent": spent, "diff": diff}
+        self.run.log("candidate", key=candidate.key, best_speedup=self.chain, **step)
+        self.steps.append(step)
+        if verdict not in ("no_proposal", "duplicate"):
+            self.curve.append(self._point(spent, self.chain))
+        self.say(f"{candidate.feature}: {verdict}{' (kept)' if kept else ''} — {reason}")
+
+    def _write_back(self, candidate: Candidate, verdict: str, reason: str,
+                    effect: float | None) -> None:
+        """klineage feeds every trial of a card back into the library (failures become risk)."""
+        if candidate.skill is None or self.library is None:
+            return
+        card = next((c for c in self.method.inputs.cards if c.id == candidate.skill), None)
+        held_out = card is None or self.workload.name not in {e.workload for e in card.effect}
+        trial = Trial(target=f"{self.workload.name}/{self.run.meta['start']}", held_out=held_out,
+                      verdict=verdict, effect_observed=effect, reason=reason)
+        self.library.record_trial(candidate.skill, trial)
+
+    def _finish(self, stop: str, best_report: GateReport, choices: list[Choice],
+                failed: bool = False) -> OptimizeResult:
+        speedup = None if failed else self._final_speedup()
+        folder = self.run.path / "best"
+        self.best.materialize(folder, self.workload)
+        sol = best_report.sol.fraction if best_report.sol else None
+        record = {**self.meta, "status": "failed" if failed else "ok",
+                  "best_state": self.best.fingerprint, "best_kernel": str(folder / self.best.file_name),
+                  "best_speedup": speedup, "sol_fraction": sol,
+                  "sol_limiter": best_report.sol.limiter if best_report.sol else None,
+                  "start_ms": _ms(self.gate.check(self.start, profile=True)),
+                  "best_ms": _ms(best_report), "stop_reason": stop, "spent": self._spent(),
+                  "context": self.method.context_json(), "steps": self.steps, "curve": self.curve,
+                  "retrieval": [c.to_json() for c in choices]}
+        self.run.write_json(RESULT_FILE, record)
+        self.run.log("optimize_finished", stop_reason=stop, best_state=self.best.fingerprint,
+                     best_speedup=speedup)
+        return OptimizeResult(self.run, record, self.best, choices)
+
+    def _final_speedup(self) -> float:
+        """Paired: time(start) / time(best), measured once more at the end (not charged)."""
+        if self.best.fingerprint == self.start.fingerprint:
+            return 1.0
+        return 1 / self.gate.compare(self.start, self.best).ratio
+
+
+def _ms(report: GateReport) -> float | None:
+    return report.timing.median_s * 1e3 if report.timing else None
+

@@ -1,0 +1,108 @@
+"""Bench on a tiny suite (a workload that speeds up and one whose start kernel is wrong), and the
+leave-one-out and budget-to-90% rules."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import pytest
+
+from conftest import FIXTURES
+from klineage.bench import bench, budget_to_fraction, leave_one_out, without_workload
+from klineage.errors import ConfigError
+from klineage.runs import Budget
+from klineage.skills import Scope, Trial
+from klineage.skills.library import Library
+from klineage.workload import load_workload
+from optimize.cards import card
+
+
+@pytest.fixture
+def suite(tmp_path):
+    root = tmp_path / "suite"
+    shutil.copytree(FIXTURES / "dot", root / "dot")
+    shutil.copytree(FIXTURES / "scale", root / "broken")
+    toml = root / "broken" / "workload.toml"
+    toml.write_text(toml.read_text().replace('name = "scale"', 'name = "broken"'))
+    kernel = root / "broken" / "kernels" / "naive" / "kernel.c"
+    kernel.write_text(kernel.read_text().replace("alpha * x[i] + 1.0f", "alpha * x[i]"))
+    return root
+
+
+def test_bench_tiny_suite_counts_a_failure_as_the_start_kernel(suite, tmp_path, quick):
+    library = Library.open(tmp_path / "library", create=True)
+    library.add(card("omp_simd", ratio=3.0, workload="softmax"))
+    result = bench(suite, library, ["klineage", "none"], Budget.parse("gate_runs=2"), repeats=1,
+                   runs_root=tmp_path / "runs", seed=7, gate_options=quick)
+    record = json.loads((result.run.path / "bench.json").read_text())
+    assert record == json.loads(json.dumps(result.record))
+    assert {"suite", "methods", "budget", "repeats", "machine", "date", "results", "summary"} <= set(record)
+    rows = {(r["workload"], r["method"]): r for r in record["results"]}
+    assert len(rows) == 4 and all(r["seed"] == 7 and r["repeat"] == 0 for r in rows.values())
+    for method in ("klineage", "none"):
+        broken, dot = rows["broken", method], rows["dot", method]
+        assert broken["status"] == "failed" and broken["speedup_vs_start"] == 1.0
+        assert broken["reason"].startswith("the start kernel failed the gate: incorrect")
+        assert dot["status"] == "ok" and dot["expert_ms"] > 0 and dot["optimize_run"]
+        assert math.isclose(dot["speedup_vs_expert"],
+                            dot["speedup_vs_start"] * dot["expert_ms"] / dot["start_ms"])
+        assert dot["correct_candidates"] + dot["failed_candidates"] == 1  # 2 gate runs: start + 1
+        assert dot["budget_to_90pct"]["gate_runs"] in (1, 2) and len(dot["curve"]) == 2
+        summary = next(s for s in record["summary"] if s["method"] == method)
+        assert math.isclose(summary["geomean_speedup_vs_start"], math.sqrt(dot["speedup_vs_start"]))
+        assert [f["workload"] for f in summary["failures"]] == ["broken"]
+    private = Library.open(result.run.path / "libraries" / "dot-r0")
+    assert private.cards()[0].verification[-1].target == "dot/naive", "trials go to a private copy"
+    assert library.cards()[0].verification[-1].target == "softmax/naive"
+
+
+def test_unknown_method_is_a_user_error(suite, tmp_path):
+    with pytest.raises(ConfigError, match="unknown fast"):
+        bench(suite, None, ["fast"], Budget.parse("gate_runs=1"), runs_root=tmp_path)
+
+
+def test_leave_one_out_strips_the_workload_from_cards():
+    shared = card("omp_parallel", workload="rmsnorm",
+                  scope=Scope(ops=["rmsnorm", "transpose"], languages=["c"], platforms=["cpu-*"]))
+    shared = shared.model_copy(update={
+        "effect": [*shared.effect, shared.effect[0].model_copy(update={"workload": "transpose"})],
+        "verification": [Trial(target="transpose/naive", held_out=True, verdict="accepted")]})
+    only_self = card("omp_simd", workload="transpose")
+    kept = without_workload(shared, "transpose")
+    assert [e.workload for e in kept.effect] == ["rmsnorm"] and kept.scope.ops == ["rmsnorm"]
+    assert kept.verification == [] and not kept.admitted, "its only held-out success was on W"
+    assert without_workload(only_self, "transpose") is None
+    dot = load_workload(FIXTURES / "dot")
+    inputs = leave_one_out([shared, only_self], dot, [FIXTURES / "dot", FIXTURES / "axpy"])
+    assert [e.workload for e in inputs.experts] == ["axpy"], "never the workload's own expert"
+    assert len(inputs.cards) == 2 and {p.workload for p in inputs.memory} >= {"rmsnorm"}
+
+
+def test_budget_to_90_percent_of_the_final_gain():
+    curve = [{"gate_runs": 1, "wall_s": 1.0, "best_speedup": 1.0},
+             {"gate_runs": 2, "wall_s": 2.0, "best_speedup": 3.0},
+             {"gate_runs": 3, "wall_s": 3.0, "best_speedup": 3.5},
+             {"gate_runs": 4, "wall_s": 4.0, "best_speedup": 4.0}]
+    assert budget_to_fraction(curve) == {"gate_runs": 3, "wall_s": 3.0}  # 4**0.9 = 3.48
+    flat = [{"gate_runs": 1, "wall_s": 1.0, "best_speedup": 1.0}]
+    assert budget_to_fraction(flat) == {"gate_runs": 1, "wall_s": 1.0}
+    assert budget_to_fraction([]) is None
+
+
+def test_bench_cli_json_and_table(tmp_path):
+    from typer.testing import CliRunner
+
+    from klineage.cli import app
+
+    args = ["bench", str(FIXTURES / "dot"), "--methods", "none", "--budget", "gate_runs=1",
+            "--runs", str(tmp_path / "runs"), "--seed", "3"]
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.output)
+    row = record["results"][0]
+    assert (row["workload"], row["method"], row["status"]) == ("dot", "none", "ok")
+    assert row["reason"] == "budget reached: gate runs 1 of 1" and row["speedup_vs_start"] == 1.0
+    table = CliRunner().invoke(app, [*args, "--methods", "none,bogus"])
+    assert table.exit_code == 2 and "unknown bogus" in table.output
