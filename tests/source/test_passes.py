@@ -174,3 +174,10 @@ def test_unroll_removal_records_the_factor_that_worked():
     text, _ = source_of("cpu", "stencil2d", "expert")
     (unroll,) = [e for e in removal_edits(text, "c") if e.feature == "unroll"]
     assert unroll.params["factor"] == 2  # re-derivation and the skill carrier reuse it
+
+
+def test_omp_simd_is_not_put_on_a_loop_that_already_carries_an_unroll_pragma():
+    # GCC accepts neither order of '#pragma omp simd' and '#pragma GCC unroll' on one loop.
+    text = ("float total(const float* a, int n) {\n  float s = 0.0f;\n#pragma GCC unroll 4\n"
+            "  for (int i = 0; i < n; ++i) s += a[i];\n  return s;\n}\n")
+    assert insertion_edits(text, "c", "omp_simd") == []

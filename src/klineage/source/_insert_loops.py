@@ -197,7 +197,8 @@ def _write_is_private(target, own: set[bytes], counter: set[bytes]) -> bool:
 
 def insert_omp_simd(parsed: Parsed, params: dict) -> Inserted | None:
     splice, sites, reductions = Splice(parsed.data), [], {}
-    existing = omp_pragmas(parsed)
+    # No other pragma may sit between an omp simd and its loop (GCC rejects both orders with unroll).
+    existing = omp_pragmas(parsed) + unroll_pragmas(parsed)
     for loop in innermost(for_loops(parsed.root)):
         if _has_pragma_above(parsed, loop, existing):
             continue
