@@ -7,12 +7,14 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-__all__ = ["JsonOpt", "console", "err_console", "new_app"]
+__all__ = ["JsonOpt", "QuickOpt", "console", "err_console", "new_app"]
 
 console = Console()
 err_console = Console(stderr=True)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+QuickOpt = Annotated[bool, typer.Option(
+    "--quick", help="Benchmark at the workloads' smaller quick_axes sizes (smoke runs, the demo).")]
 
 
 def new_app(name: str, help: str) -> typer.Typer:

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from klineage import __version__
-from klineage._cli_common import JsonOpt, console, err_console, new_app
+from klineage._cli_common import JsonOpt, QuickOpt, console, err_console, new_app
 from klineage._render import doctor_table, gate_summary_table, stage_table, verdict_style
 from klineage.editors.cli import BudgetOpt, ConfigOpt, RecordOpt, ReplayOpt, brain_settings
 from klineage.errors import ConfigError, KlineageError
@@ -59,13 +59,14 @@ def gate(
     no_profile: Annotated[bool, typer.Option("--no-profile", help="Correctness only.")] = False,
     seed: Annotated[int | None, typer.Option(
         help="Fix the secret seed (only to reproduce a failure).")] = None,
+    quick: QuickOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run the gate on one kernel (or all of a workload's variants)."""
     from klineage.gate import GateOptions, Limits, run_gate
     from klineage.workload import load_kernel, load_workload
 
-    loaded = load_workload(workload)
+    loaded = load_workload(workload, quick=quick)
     names = [kernel] if kernel else loaded.kernel_variants()
     if not names:
         raise ConfigError(f"{workload}: no kernels/ variants to gate; name a kernel path")
@@ -139,6 +140,7 @@ def mine(
     config: ConfigOpt = None,
     record: RecordOpt = None,
     replay: ReplayOpt = None,
+    quick: QuickOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Backward walk → lineage → re-derivation → skill cards → admission → library."""
@@ -149,7 +151,7 @@ def mine(
     from klineage.mining import mine as run_mine
     from klineage.workload import load_kernel, load_workload
 
-    loaded = load_workload(workload)
+    loaded = load_workload(workload, quick=quick)
     settings_ = brain_settings(brain, budget, config, record, replay, resume)
     options = MineOptions(
         **settings_, limits=WalkLimits(max_steps=max_steps, max_rejections=max_rejections),

@@ -15,7 +15,7 @@ from typing import Any
 
 from klineage.config import Config
 from klineage.editors import get_editor
-from klineage.errors import BrainError
+from klineage.errors import BrainError, ConfigError
 from klineage.gate import GateOptions
 from klineage.lineage.gating import StateGate, load_state
 from klineage.lineage.model import Lineage
@@ -95,6 +95,9 @@ def mine(workload: Workload, expert: KernelSpec, runs_root: Path, library: Path 
     editor = get_editor(options.brain, options.config, record=options.record, replay=options.replay)
     if resume:
         run = RunDir.open(resume)
+        if run.meta.get("quick", False) != workload.quick:
+            raise ConfigError(f"{resume}: this run was mined {'with' if run.meta.get('quick') else 'without'}"
+                              f" --quick; resume it the same way")
         expert_state = load_state(run.state_dir(run.meta["expert_state"]), workload)
         meter = Meter.resume(options.budget, run.events(), log=run.log)
     else:
@@ -102,7 +105,7 @@ def mine(workload: Workload, expert: KernelSpec, runs_root: Path, library: Path 
         run = RunDir.create(runs_root, "mine", workload.name, {
             "workload": str(workload.root), "expert": expert.name, "brain": options.brain,
             "expert_state": expert_state.fingerprint, "library": str(library) if library else None,
-            "budget": options.budget.describe()})
+            "budget": options.budget.describe(), "quick": workload.quick})
         meter = Meter(options.budget, log=run.log)
     brain = MeteredEditor(editor, meter)
     try:
@@ -146,7 +149,7 @@ def _contexts(run: RunDir, workload: Workload, options: MineOptions, meter: Mete
     folders = options.admit_on if options.admit_on is not None else default_admission_workloads(workload)
     contexts = []
     for folder in folders:
-        other = load_workload(folder)
+        other = load_workload(folder, quick=workload.quick)  # held-out contexts at the same sizing
         naive = KernelState.from_spec(load_kernel(other, "naive"))
         contexts.append(Context(workload=other, state=naive, label=f"{other.name}/naive",
                                 gate=StateGate(run, other, options.gate, meter=meter)))

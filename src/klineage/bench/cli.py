@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from klineage._cli_common import JsonOpt, console
+from klineage._cli_common import JsonOpt, QuickOpt, console
 
 __all__ = ["bench_command", "bench_tables"]
 
@@ -29,6 +29,7 @@ def bench_command(
     seed: Annotated[int | None, typer.Option(help="Base seed (default: a fresh one).")] = None,
     runs: Annotated[Path, typer.Option(help="Where run folders go.")] = Path("runs"),
     threads: Annotated[int | None, typer.Option(min=1, help="CPU threads to time with.")] = None,
+    quick: QuickOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Compare methods on the same workloads, gate and budget; print geomeans and failures."""
@@ -43,7 +44,7 @@ def bench_command(
         with console.status("", spinner="dots") as status:
             result = bench(suite, lib, [m.strip() for m in methods.split(",") if m.strip()],
                            Budget.parse(budget), repeats=repeats, runs_root=runs, brain=brain,
-                           start=start, seed=seed,
+                           start=start, seed=seed, quick=quick,
                            gate_options=GateOptions(threads=threads, trials=5, compare_s=2.0),
                            say=None if as_json else (lambda line: status.update(escape(line))))
     if as_json:

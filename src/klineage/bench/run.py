@@ -57,8 +57,10 @@ class _Expert:
 def bench(suite: Path, library: Library | None, methods: list[str], budget: Budget, repeats: int = 1,
           runs_root: Path = Path("runs"), brain: str = "rules", start: str = "naive",
           expert: str = "expert", seed: int | None = None, gate_options: GateOptions | None = None,
-          say: SayFn | None = None) -> BenchResult:
-    """Run the whole grid and write ``bench.json``; returns its content."""
+          say: SayFn | None = None, quick: bool = False) -> BenchResult:
+    """Run the whole grid and write ``bench.json``; returns its content.
+
+    ``quick`` benchmarks every workload at its ``[quick_axes]`` (the demo uses it)."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         raise ConfigError(f"--methods: unknown {', '.join(unknown) or '(none given)'} "
@@ -73,7 +75,7 @@ def bench(suite: Path, library: Library | None, methods: list[str], budget: Budg
     cards = library.cards() if library is not None else []
     results = []
     for folder in folders:
-        workload = load_workload(folder)
+        workload = load_workload(folder, quick=quick)
         start_spec = load_kernel(workload, start)
         reference = _expert_times(run, workload, start_spec, expert, options, say)
         inputs = leave_one_out(cards, workload, folders)

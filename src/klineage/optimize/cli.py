@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from klineage._cli_common import JsonOpt, console, err_console
+from klineage._cli_common import JsonOpt, QuickOpt, console, err_console
 from klineage.errors import ConfigError, KlineageError
 
 __all__ = ["optimize_command", "retrieval_table", "user_errors"]
@@ -46,6 +46,7 @@ def optimize_command(
     resume: Annotated[Path | None, typer.Option(help="Continue this interrupted run.")] = None,
     runs: Annotated[Path, typer.Option(help="Where run folders go.")] = Path("runs"),
     threads: Annotated[int | None, typer.Option(min=1, help="CPU threads to time with.")] = None,
+    quick: QuickOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Apply skills (or a baseline) under the gate within a budget; print the best kernel."""
@@ -60,7 +61,7 @@ def optimize_command(
             raise ConfigError(f"--method: unknown method {method!r} (one of {', '.join(METHODS)})")
         if method == "klineage" and library is None and resume is None:
             raise ConfigError("--method klineage needs --library DIR (a mined skill library)")
-        loaded = load_workload(workload)
+        loaded = load_workload(workload, quick=quick)
         lib = Library.open(library) if library is not None else None
         with console.status("", spinner="dots") as status:
             result = optimize(loaded, load_kernel(loaded, start), lib, Budget.parse(budget), brain=brain,
