@@ -119,3 +119,25 @@ def mine_table(summary: dict[str, Any]) -> Table:
     for key, value in rows:
         table.add_row(key, escape(str(value)))
     return table
+
+
+def demo_table(result: Any) -> Table:
+    """One row per demo stage: what it did and what the gate measured."""
+    table = Table(title="klineage demo (CPU, rules brain, quick sizes)")
+    for column in ("stage", "workload", "result"):
+        table.add_column(column)
+    for mined in result.mined:
+        speedup = f"{mined['lineage_speedup']:.2f}x naive→expert" if mined["lineage_speedup"] else "-"
+        table.add_row("mine", mined["workload"],
+                      f"{mined['steps_accepted']} steps accepted / {mined['steps_rejected']} refused, "
+                      f"{speedup}; {mined['cards_lifted']} cards, {mined['cards_admitted']} admitted")
+    best = result.optimized.get("best_speedup")
+    kept = f"{best:.2f}x over the start" if best else "no faster kernel kept"
+    table.add_row("optimize", f"{result.target}/naive",
+                  f"{kept} ({escape(result.optimized.get('stop_reason', ''))})")
+    for row in result.benched.get("summary", []):
+        table.add_row(f"bench: {row['method']}", result.target,
+                      f"{row['geomean_speedup_vs_start']:.2f}x vs start, "
+                      f"{_num(row.get('geomean_speedup_vs_expert'), '.2f')}x vs expert"
+                      + (f", failures: {len(row['failures'])}" if row.get("failures") else ""))
+    return table

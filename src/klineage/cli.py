@@ -188,22 +188,36 @@ def doctor(
 def demo(
     examples: Annotated[Path | None, typer.Option(
         help="Folder of CPU example workloads (default: the checkout's examples/workloads/cpu).")] = None,
+    runs: Annotated[Path, typer.Option(help="Where the demo's run folder goes.")] = Path("runs"),
     as_json: JsonOpt = False,
 ) -> None:
-    """The offline pipeline on the bundled CPU workloads (today: gate naive and expert)."""
-    from klineage.demo import run_demo
+    """The whole pipeline offline: mine two CPU experts, optimize a third kernel, bench, report."""
+    from rich.markup import escape
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with console.status("", spinner="dots") as status:
-        result = run_demo(examples, on_progress=None if as_json else
-                          (lambda what: status.update(what)))
+    from klineage._render import demo_table
+    from klineage.demo import DEMO_STEPS, run_demo
+
+    columns = (TextColumn("[bold]{task.fields[stage]}"), BarColumn(),
+               TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
+               TextColumn("{task.description}"))
+    with Progress(*columns, console=err_console, disable=as_json, transient=False) as progress:
+        task = progress.add_task("", total=DEMO_STEPS, stage="starting")
+        started = [False]
+
+        def step(stage: str) -> None:
+            progress.update(task, advance=1 if started[0] else 0, stage=stage, description="")
+            started[0] = True
+
+        result = run_demo(examples, runs, say=lambda line: progress.update(
+            task, description=escape(line[-90:])), step=step)
+        progress.update(task, advance=1, stage="done", description="")
     if as_json:
-        print(json.dumps(result.to_json(), indent=2))
+        print(json.dumps(result.to_json(), indent=2, default=str))
         return
-    console.print(result.table())
-    for line in result.notes():
-        console.print(line)
-    if not result.all_accepted():
-        raise typer.Exit(1)
+    console.print(demo_table(result))
+    console.print(f"report: {result.report}")
+    console.print(f"run folder: {result.run}  ({result.seconds:.0f} s)")
 
 
 def _mount_subcommands() -> None:

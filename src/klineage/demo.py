@@ -1,24 +1,52 @@
-"""``klineage demo``: the offline pipeline on the bundled CPU workloads.
+"""``klineage demo``: the whole pipeline, offline, on the bundled CPU workloads.
 
-Today the pipeline is the gate: every example's naive and expert kernel are gated, and the
-expert is compared with the naive kernel by the paired, interleaved timing. Mining, the skill
-library and optimization join this demo as they land (issues 4–6).
+1. mine two CPU experts (rmsnorm, softmax) with the rules brain into a fresh skill library;
+   their cards are admitted on the other examples, never on the target below
+2. optimize the naive kernel of a workload that contributed no lineage (transpose) with that library
+3. bench klineage against the ``none`` and ``memory`` baselines on it, same gate and budget
+4. write the report of the whole demo run
+
+Everything runs at the workloads' ``[quick_axes]`` with a shorter timing schedule, so the demo
+fits in about five minutes on two cores; the gate's checks are the full ones. Every step is a
+child run inside the demo's own run folder, so the report (and ``--resume`` of a child) works as
+for any run.
 """
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-
+from klineage.bench import bench
 from klineage.errors import ConfigError
-from klineage.gate import GateOptions, GateReport, run_gate
+from klineage.gate import GateOptions
+from klineage.mining import MineOptions, mine
+from klineage.optimize import optimize
+from klineage.report import write_report
+from klineage.runs import Budget, RunDir
+from klineage.runs.rundir import write_atomic
+from klineage.skills.library import Library
 from klineage.workload import load_kernel, load_workload
 
-__all__ = ["DemoResult", "default_examples", "run_demo"]
+__all__ = ["DEMO_STEPS", "DemoResult", "default_examples", "run_demo"]
+
+MINED = ("rmsnorm", "softmax")
+TARGET = "transpose"
+METHODS = ["klineage", "none", "memory"]
+BUDGET = "gate_runs=4"
+DEMO_STEPS = len(MINED) + 3
+"""Progress units: one per mined expert, optimize, bench, report."""
+
+# Full checks; a shorter timing schedule than the CLI default (trials=5, compare 2 s).
+GATE = GateOptions(trials=3, compare_s=0.5)
+ADMISSION_TRIALS = 2
+
+SayFn = Callable[[str], None]
+StepFn = Callable[[str], None]
 
 
 def default_examples() -> Path:
@@ -28,59 +56,69 @@ def default_examples() -> Path:
 
 @dataclass
 class DemoResult:
-    rows: list[tuple[str, GateReport, GateReport]] = field(default_factory=list)
-
-    def all_accepted(self) -> bool:
-        return all(n.accepted and e.accepted for _, n, e in self.rows)
+    run: Path
+    target: str = TARGET
+    mined: list[dict[str, Any]] = field(default_factory=list)
+    optimized: dict[str, Any] = field(default_factory=dict)
+    benched: dict[str, Any] = field(default_factory=dict)
+    report: str = ""
+    seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return {"workloads": [{"workload": w, "naive": n.model_dump(mode="json"),
-                               "expert": e.model_dump(mode="json")} for w, n, e in self.rows]}
-
-    def table(self) -> Table:
-        table = Table(title="klineage demo: naive vs expert under the gate")
-        for column in ("workload", "naive", "expert", "naive ms", "expert ms", "speedup (paired)",
-                       "expert % of bound"):
-            table.add_column(column, justify="left" if column in ("workload",) else "right")
-        for name, naive, expert in self.rows:
-            c = expert.comparison
-            sol = expert.sol
-            table.add_row(
-                name, naive.verdict.value, expert.verdict.value,
-                f"{naive.timing.median_s * 1e3:.2f}" if naive.timing else "-",
-                f"{expert.timing.median_s * 1e3:.2f}" if expert.timing else "-",
-                f"{1 / c.ratio:.1f}x [{1 / c.ci_high:.1f}, {1 / c.ci_low:.1f}]" if c else "-",
-                f"{sol.fraction * 100:.0f}% ({sol.limiter})" if sol and sol.fraction else "-",
-            )
-        return table
-
-    def notes(self) -> list[str]:
-        lines = []
-        for name, naive, expert in self.rows:
-            for report in (naive, expert):
-                if not report.accepted:
-                    lines.append(f"{name}/{report.kernel}: {report.verdict.value}: {report.reason}")
-        return lines
+        return {"run": str(self.run), "mined": self.mined, "optimize": self.optimized,
+                "bench": self.benched, "report": self.report, "seconds": round(self.seconds, 1)}
 
 
-def run_demo(examples: Path | None = None,
-             on_progress: Callable[[str], None] | None = None) -> DemoResult:
+def run_demo(examples: Path | None = None, runs_root: Path = Path("runs"),
+             say: SayFn | None = None, step: StepFn | None = None) -> DemoResult:
+    """Run the demo; ``say`` gets progress lines, ``step`` is called as each stage starts."""
     folder = examples or default_examples()
-    if not folder.is_dir():
-        raise ConfigError(f"{folder}: example workloads not found (run from a source checkout, "
-                          f"or pass --examples)")
-    say = on_progress or (lambda _: None)
-    result = DemoResult()
-    options = GateOptions()
-    for workload_dir in sorted(p for p in folder.iterdir() if (p / "workload.toml").is_file()):
-        workload = load_workload(workload_dir)
-        naive, expert = load_kernel(workload, "naive"), load_kernel(workload, "expert")
+    missing = [n for n in (*MINED, TARGET) if not (folder / n / "workload.toml").is_file()]
+    if missing:
+        raise ConfigError(f"{folder}: example workloads {', '.join(missing)} not found (run from a "
+                          f"source checkout, or pass --examples)")
+    say, step = say or (lambda _: None), step or (lambda _: None)
+    started = time.monotonic()
+    run = RunDir.create(runs_root, "demo", "cpu", {"children": [], "examples": str(folder)})
+    result = DemoResult(run=run.path)
+    library_path = run.path / "library"
+    children: list[str] = []
 
-        def show(stage: str, detail: str, name: str = workload.name) -> None:
-            say(f"[bold]{name}[/] {stage}: {detail}")
+    def child_done(path: Path) -> None:
+        children.append(str(path.relative_to(run.path)))
+        write_atomic(run.path / "run.json", json.dumps({**run.meta, "children": children}, indent=2))
 
-        naive_report = run_gate(workload, naive, options=options, on_progress=show)
-        expert_report = run_gate(workload, expert, options=options, on_progress=show,
-                                 against=naive if naive_report.accepted else None)
-        result.rows.append((workload.name, naive_report, expert_report))
+    held_out = tuple(p for p in sorted(folder.iterdir())
+                     if (p / "kernels" / "naive").is_dir() and p.name != TARGET)
+    for name in MINED:
+        step(f"mining {name}")
+        workload = load_workload(folder / name, quick=True)
+        contexts = tuple(p for p in held_out if p.name != name)
+        options = MineOptions(gate=GATE, max_trials=ADMISSION_TRIALS, admit_on=contexts)
+        mined = mine(workload, load_kernel(workload, "expert"), run.path / "runs", library_path,
+                     options, say=lambda line, n=name: say(f"mine {n}: {line}"))
+        result.mined.append(mined.summary())
+        child_done(mined.run.path)
+
+    library = Library.open(library_path, create=True)
+    target = load_workload(folder / TARGET, quick=True)
+    step(f"optimizing {TARGET}/naive")
+    optimized = optimize(target, load_kernel(target, "naive"), library, Budget.parse(BUDGET),
+                         runs_root=run.path / "runs", gate_options=GATE,
+                         say=lambda line: say(f"optimize {TARGET}: {line}"))
+    result.optimized = {"run": str(optimized.run.path), "best_speedup": optimized.best_speedup,
+                        "stop_reason": optimized.stop_reason}
+    child_done(optimized.run.path)
+
+    step(f"bench {', '.join(METHODS)} on {TARGET}")
+    benched = bench(folder / TARGET, library, METHODS, Budget.parse(BUDGET), runs_root=run.path / "runs",
+                    gate_options=GATE, quick=True, say=lambda line: say(f"bench: {line}"))
+    result.benched = {"run": str(benched.run.path), "summary": benched.record["summary"]}
+    child_done(benched.run.path)
+
+    step("writing the report")
+    paths = write_report(run.path, say=lambda line: say(f"report: {line}"))
+    result.report = str(paths.html)
+    result.seconds = time.monotonic() - started
+    run.log("demo_finished", **result.to_json())
     return result

@@ -35,6 +35,18 @@ def test_quick_axes_replace_the_benchmark_sizes_only_when_asked(axpy_copy):
     assert quick.fingerprint() != full.fingerprint()  # caches never mix the two sizes
 
 
+def test_the_gate_worker_checks_and_times_at_the_quick_sizes(axpy_copy, quick):
+    _edit(axpy_copy, "[axes]\nN = 1000003\n", "[axes]\nN = 1000003\n\n[quick_axes]\nN = 4099\n")
+    workload = load_workload(axpy_copy, quick=True)
+    seen = []
+    report = run_gate(workload, load_kernel(workload, "plain"), options=quick,
+                      on_progress=lambda stage, detail: seen.append(detail))
+    assert report.accepted, report.reason
+    assert any("N=4099" in line for line in seen)
+    assert not any("N=1000003" in line for line in seen)
+    assert report.timing.footprint_bytes <= 3 * 4 * 4099 * report.timing.input_sets
+
+
 def test_quick_without_quick_axes_keeps_the_benchmark_sizes(axpy):
     quick = load_workload(axpy.root, quick=True)
     assert quick.axes == axpy.axes and not quick.quick

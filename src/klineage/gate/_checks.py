@@ -62,7 +62,7 @@ class _Buffers:
 class Session:
     def __init__(self, job: dict[str, Any], device: Device, progress: Callable[[str, str], None]):
         self.job, self.device, self.progress = job, device, progress
-        self.workload = load_workload(job["workload"])
+        self.workload = load_workload(job["workload"], quick=job.get("quick", False))
         self.reference = load_reference(self.workload)
         self.seeds: list[int] = job["seeds"]
         self.checks_done = 0

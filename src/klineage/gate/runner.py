@@ -151,6 +151,7 @@ class _Run:
         ceilings_cache = self.backend.ceilings(self.threads).cache_bytes
         return {
             "mode": mode, "backend": self.backend.name, "workload": str(self.workload.root),
+            "quick": self.workload.quick,
             "threads": self.threads, "seeds": self.seeds, "check": o.check, "profile": o.profile,
             "kernels": [{"artifact": str(b.artifact), "entry": k.entry} for b, k in builds],
             "timing": {"trials": o.trials, "target_trial_s": o.target_trial_s,
