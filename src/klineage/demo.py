@@ -1,8 +1,8 @@
 """``klineage demo``: the whole pipeline, offline, on the bundled CPU workloads.
 
-1. mine two CPU experts (rmsnorm, softmax) with the rules brain into a fresh skill library;
+1. mine two CPU experts (softmax, transpose) with the rules brain into a fresh skill library;
    their cards are admitted on the other examples, never on the target below
-2. optimize the naive kernel of a workload that contributed no lineage (transpose) with that library
+2. optimize the naive kernel of a workload that contributed no lineage (rmsnorm) with that library
 3. bench klineage against the ``none`` and ``memory`` baselines on it, same gate and budget
 4. write the report of the whole demo run
 
@@ -34,8 +34,8 @@ from klineage.workload import load_kernel, load_workload
 
 __all__ = ["DEMO_STEPS", "DemoResult", "default_examples", "run_demo"]
 
-MINED = ("rmsnorm", "softmax")
-TARGET = "transpose"
+MINED = ("softmax", "transpose")
+TARGET = "rmsnorm"
 METHODS = ["klineage", "none", "memory"]
 BUDGET = "gate_runs=4"
 DEMO_STEPS = len(MINED) + 3
@@ -43,7 +43,7 @@ DEMO_STEPS = len(MINED) + 3
 
 # Full checks; a shorter timing schedule than the CLI default (trials=5, compare 2 s).
 GATE = GateOptions(trials=3, compare_s=0.5)
-ADMISSION_TRIALS = 2
+ADMISSION_TRIALS = 3
 
 SayFn = Callable[[str], None]
 StepFn = Callable[[str], None]
