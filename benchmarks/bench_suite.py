@@ -1,10 +1,11 @@
-"""Method benchmark on the CPU suite: klineage skills vs the none / memory / expert-source baselines.
+"""Method benchmark on an example suite: klineage skills vs the none / memory / expert-source baselines.
 
-Builds a library by mining every CPU example expert with the rules brain (or reuses --library),
-then runs `klineage bench` on examples/workloads/cpu with leave-one-out fairness, and writes a
-Markdown table to benchmarks/results/bench_cpu-<date>.md with the machine and date.
+Builds a library by mining every example expert of the suite with the rules brain (or reuses
+--library), then runs `klineage bench` on examples/workloads/<suite> with leave-one-out fairness,
+and writes a Markdown table to benchmarks/results/bench_<suite>-<date>.md with machine and date.
 
-    python benchmarks/bench_cpu.py [--library DIR] [--budget gate_runs=6] [--repeats 1] [--only a,b]
+    python benchmarks/bench_suite.py --suite cpu [--library DIR] [--budget gate_runs=6] [--only a,b]
+    python benchmarks/bench_suite.py --suite cuda --library LIB --methods klineage,none,memory
 """
 
 from __future__ import annotations
@@ -23,12 +24,11 @@ from klineage.runs import Budget
 from klineage.skills.library import Library
 from klineage.workload import load_kernel, load_workload
 
-SUITE = REPO / "examples" / "workloads" / "cpu"
-METHODS = ["klineage", "none", "memory", "expert-source"]
+METHODS = "klineage,none,memory,expert-source"
 
 
-def build_library(target: Path, scratch: Path) -> None:
-    for path in sorted(p for p in SUITE.iterdir() if (p / "workload.toml").is_file()):
+def build_library(suite: Path, target: Path, scratch: Path) -> None:
+    for path in sorted(p for p in suite.iterdir() if (p / "workload.toml").is_file()):
         workload = load_workload(path)
         print(f"mining {workload.name} ...", flush=True)
         mine(workload, load_kernel(workload, "expert"), scratch / "mine-runs", target, MineOptions())
@@ -38,8 +38,8 @@ def _x(value: float | None) -> str:
     return f"{value:.2f}x" if value else "-"
 
 
-def render(record: dict, library: Path, suite: Path) -> str:
-    text = header("Method benchmark, CPU (rules brain, leave-one-out)", record["machine"])
+def render(record: dict, library: Path, name: str) -> str:
+    text = header(f"Method benchmark, {name.upper()} (rules brain, leave-one-out)", record["machine"])
     text += (f"- suite: {record['suite']}\n- budget per run: {record['budget']}; repeats: "
              f"{record['repeats']}; base seed: {record['seed']}\n- library: {library}\n\n")
     rows = [[r["workload"], r["method"], str(r["repeat"]), r["status"], _x(r["speedup_vs_start"]),
@@ -66,25 +66,30 @@ def main() -> None:
     parser.add_argument("--budget", default="gate_runs=6")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--only", default="", help="comma-separated workloads (a sub-suite)")
+    parser.add_argument("--suite", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--methods", default=METHODS)
+    parser.add_argument("--compare-s", type=float, default=2.0)
     args = parser.parse_args()
+    examples = REPO / "examples" / "workloads" / args.suite
     scratch = Path(tempfile.mkdtemp(prefix="klineage-bench-"))
     library = args.library
     if library is None:
         library = scratch / "library"
-        build_library(library, scratch)
-    suite = SUITE
+        build_library(examples, library, scratch)
+    suite = examples
     if args.only:
         suite = scratch / "suite"
         suite.mkdir()
         for name in args.only.split(","):
-            shutil.copytree(SUITE / name, suite / name)
-    result = bench(suite, Library.open(library), METHODS, Budget.parse(args.budget),
+            shutil.copytree(examples / name, suite / name)
+    result = bench(suite, Library.open(library), args.methods.split(","), Budget.parse(args.budget),
                    repeats=args.repeats, runs_root=scratch / "runs",
-                   gate_options=GateOptions(trials=5, compare_s=2.0), say=lambda s: print(s, flush=True))
-    text = render(result.record, library, suite)
+                   gate_options=GateOptions(trials=5, compare_s=args.compare_s),
+                   say=lambda s: print(s, flush=True))
+    text = render(result.record, library, args.suite)
     print(text)
     print(f"bench.json: {result.run.path / 'bench.json'}")
-    print(f"written to {write_result('bench_cpu', text)}")
+    print(f"written to {write_result(f'bench_{args.suite}', text)}")
 
 
 if __name__ == "__main__":
