@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from klineage.config import Config
 from klineage.editors import get_editor
 from klineage.gate import GateOptions, GateReport
 from klineage.lineage.gating import StateGate, load_state
@@ -62,7 +63,7 @@ def optimize(workload: Workload, start: KernelSpec, library: Library | None, bud
              brain: str = "rules", method: str = "klineage", runs_root: Path = Path("runs"),
              seed: int = 0, sol_target: float = 0.9, gate_options: GateOptions | None = None,
              say: SayFn | None = None, resume: Path | None = None,
-             inputs: MethodInputs | None = None) -> OptimizeResult:
+             inputs: MethodInputs | None = None, config: Config | None = None) -> OptimizeResult:
     """Run (or resume) one optimization; returns the record written to ``optimize.json``."""
     if resume is not None:
         run = RunDir.open(resume)
@@ -81,20 +82,20 @@ def optimize(workload: Workload, start: KernelSpec, library: Library | None, bud
         start_state.materialize(run.state_dir(start_state.fingerprint), workload)
     loop = _Loop(run, workload, start_state, library, budget, brain, method, seed, sol_target,
                  gate_options or GateOptions(trials=5, compare_s=2.0), say or (lambda _: None),
-                 inputs if inputs is not None else default_inputs(workload, library, runs_root))
+                 inputs if inputs is not None else default_inputs(workload, library, runs_root), config)
     return loop.run_to_end()
 
 
 class _Loop:
     def __init__(self, run: RunDir, workload: Workload, start: KernelState, library: Library | None,
                  budget: Budget, brain: str, method: str, seed: int, sol_target: float,
-                 options: GateOptions, say: SayFn, inputs: MethodInputs):
+                 options: GateOptions, say: SayFn, inputs: MethodInputs, config: Config | None = None):
         self.run, self.workload, self.start, self.library = run, workload, start, library
         self.sol_target, self.say = sol_target, say
         self.meter = Meter.resume(budget, run.events(), log=run.log)
         self.gate = StateGate(run, workload, options, meter=self.meter,
                               progress=lambda stage, detail: say(f"{stage}: {detail}"))
-        self.brain = get_editor(brain)
+        self.brain = get_editor(brain, config)
         self.method: Method = make_method(method, self.brain, workload, inputs, seed,
                                           self.meter.charge_brain)
         self.meta = {"workload": workload.name, "start": run.meta["start"], "method": method,
