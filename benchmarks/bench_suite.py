@@ -27,9 +27,9 @@ from klineage.workload import load_kernel, load_workload
 METHODS = "klineage,none,memory,expert-source"
 
 
-def build_library(suite: Path, target: Path, scratch: Path) -> None:
+def build_library(suite: Path, target: Path, scratch: Path, quick: bool) -> None:
     for path in sorted(p for p in suite.iterdir() if (p / "workload.toml").is_file()):
-        workload = load_workload(path)
+        workload = load_workload(path, quick=quick)
         print(f"mining {workload.name} ...", flush=True)
         mine(workload, load_kernel(workload, "expert"), scratch / "mine-runs", target, MineOptions())
 
@@ -69,13 +69,14 @@ def main() -> None:
     parser.add_argument("--suite", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--methods", default=METHODS)
     parser.add_argument("--compare-s", type=float, default=2.0)
+    parser.add_argument("--quick", action="store_true", help="mine and bench at [quick_axes]")
     args = parser.parse_args()
     examples = REPO / "examples" / "workloads" / args.suite
     scratch = Path(tempfile.mkdtemp(prefix="klineage-bench-"))
     library = args.library
     if library is None:
         library = scratch / "library"
-        build_library(examples, library, scratch)
+        build_library(examples, library, scratch, args.quick)
     suite = examples
     if args.only:
         suite = scratch / "suite"
@@ -85,8 +86,8 @@ def main() -> None:
     result = bench(suite, Library.open(library), args.methods.split(","), Budget.parse(args.budget),
                    repeats=args.repeats, runs_root=scratch / "runs",
                    gate_options=GateOptions(trials=5, compare_s=args.compare_s),
-                   say=lambda s: print(s, flush=True))
-    text = render(result.record, library, args.suite)
+                   say=lambda s: print(s, flush=True), quick=args.quick)
+    text = render(result.record, library, args.suite + (" (quick sizes)" if args.quick else ""))
     print(text)
     print(f"bench.json: {result.run.path / 'bench.json'}")
     print(f"written to {write_result(f'bench_{args.suite}', text)}")
