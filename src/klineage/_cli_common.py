@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
-__all__ = ["JsonOpt", "QuickOpt", "console", "err_console", "new_app"]
+from klineage.errors import KlineageError
+
+__all__ = ["JsonOpt", "QuickOpt", "console", "err_console", "new_app", "user_errors"]
 
 console = Console()
 err_console = Console(stderr=True)
@@ -21,3 +26,15 @@ def new_app(name: str, help: str) -> typer.Typer:
     """A typer app that shows help when called bare and never prints tracebacks with locals."""
     return typer.Typer(name=name, help=help, no_args_is_help=True, pretty_exceptions_enable=False,
                        add_completion=False)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """A klineage error becomes one red line and exit status 2, as under the root command."""
+    try:
+        yield
+    except KlineageError as exc:
+        # soft_wrap: a long message stays one line however narrow the terminal is.
+        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), highlight=False,
+                          soft_wrap=True)
+        raise typer.Exit(2) from None

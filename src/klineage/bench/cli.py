@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from klineage._cli_common import JsonOpt, QuickOpt, console
+from klineage._cli_common import JsonOpt, QuickOpt, console, user_errors
 
 __all__ = ["bench_command", "bench_tables"]
 
@@ -35,7 +35,6 @@ def bench_command(
     """Compare methods on the same workloads, gate and budget; print geomeans and failures."""
     from klineage.bench import bench
     from klineage.gate import GateOptions
-    from klineage.optimize.cli import user_errors
     from klineage.runs import Budget
     from klineage.skills.library import Library
 

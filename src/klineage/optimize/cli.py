@@ -3,31 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
-from rich.text import Text
 
-from klineage._cli_common import JsonOpt, QuickOpt, console, err_console
-from klineage.errors import ConfigError, KlineageError
+from klineage._cli_common import JsonOpt, QuickOpt, console, user_errors
+from klineage.errors import ConfigError
 
-__all__ = ["optimize_command", "retrieval_table", "user_errors"]
+__all__ = ["optimize_command", "retrieval_table"]
 
 
-@contextmanager
-def user_errors() -> Iterator[None]:
-    """A klineage error becomes one red line and exit status 2, as under the root command."""
-    try:
-        yield
-    except KlineageError as exc:
-        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), highlight=False,
-                          soft_wrap=True)
-        raise typer.Exit(2) from None
 
 
 def optimize_command(

@@ -6,8 +6,7 @@ Mounted by the root app with ``app.add_typer(skills_app, name="skills")``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -15,10 +14,8 @@ import typer
 from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
-from rich.text import Text
 
-from klineage._cli_common import JsonOpt, console, err_console, new_app
-from klineage.errors import KlineageError
+from klineage._cli_common import JsonOpt, console, new_app, user_errors
 from klineage.skills.card import SkillCard
 from klineage.skills.export import ExportFormat, export_cards
 from klineage.skills.library import Library
@@ -34,23 +31,13 @@ AllOpt = Annotated[bool, typer.Option(
 DEFAULT_LIBRARY = Path("library")
 
 
-@contextmanager
-def _user_errors() -> Iterator[None]:
-    """A klineage error becomes one red line and exit status 2, as under the root command."""
-    try:
-        yield
-    except KlineageError as exc:
-        # soft_wrap: a long message stays one line however narrow the terminal is.
-        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), highlight=False,
-                          soft_wrap=True)
-        raise typer.Exit(2) from None
 
 
 @skills_app.command("list")
 def list_skills(library: LibraryOpt = DEFAULT_LIBRARY, include_all: AllOpt = False,
                 as_json: JsonOpt = False) -> None:
     """List the admitted skills (all cards with --all)."""
-    with _user_errors():
+    with user_errors():
         every_card = Library.open(library).cards()
     shown = [card for card in every_card if include_all or card.admitted]
     if as_json:
@@ -66,7 +53,7 @@ def list_skills(library: LibraryOpt = DEFAULT_LIBRARY, include_all: AllOpt = Fal
 def show(skill: Annotated[str, typer.Argument(help="A skill id or a unique prefix of one.")],
          library: LibraryOpt = DEFAULT_LIBRARY, as_json: JsonOpt = False) -> None:
     """Show one skill card: intent, preconditions, carrier, effect, risks, trials."""
-    with _user_errors():
+    with user_errors():
         card = Library.open(library).get(skill)
     if as_json:
         _print_json(card.model_dump(mode="json"))
@@ -85,7 +72,7 @@ def search(
     as_json: JsonOpt = False,
 ) -> None:
     """Search the cards (admitted or not) by words, feature, op and language; best first."""
-    with _user_errors():
+    with user_errors():
         found = Library.open(library).search(text, feature=feature, op=op, language=language)
     if as_json:
         _print_json([card.summary() for card in found])
@@ -104,7 +91,7 @@ def export(
     as_json: JsonOpt = False,
 ) -> None:
     """Export the admitted skills (all cards with --all) for people, programs or coding agents."""
-    with _user_errors():
+    with user_errors():
         cards = Library.open(library).cards(admitted_only=not include_all)
         written = export_cards(cards, dest, format)
     if as_json:
