@@ -70,3 +70,17 @@ def test_cuda_examples_accepted_and_expert_faster(folder, gpu_quick):
     assert first.verdict is Verdict.ACCEPTED, first.reason
     second = run_gate(workload, expert, options=gpu_quick, against=naive)
     assert second.verdict is Verdict.ACCEPTED, second.reason
+
+
+@pytest.mark.parametrize("name", ["add_rmsnorm", "gemm_bf16", "layernorm", "row_sum", "softmax"])
+def test_vectorized_access_insertion_passes_the_gate_on_naive_kernels(name, gpu_quick, tmp_path):
+    # Every check shape runs: the sizes the guard sends to the general kernel and those it vectorizes.
+    from klineage.source import insertion_edits
+    from source._kernels import write_kernel
+
+    workload = load_workload(REPO / "examples" / "workloads" / "cuda" / name)
+    naive = load_kernel(workload, "naive")
+    (edit,) = insertion_edits(naive.source.read_text(), "cuda", "vectorized_access")
+    kernel = write_kernel(tmp_path / "vec", workload, edit.new_source, "cuda", naive.flags)
+    report = run_gate(workload, kernel, options=gpu_quick)
+    assert report.verdict is Verdict.ACCEPTED, report.reason

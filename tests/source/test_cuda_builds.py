@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from klineage.backends.cuda import CudaBackend
-from klineage.source import compiled_evidence, removal_edits
+from klineage.source import compiled_evidence, insertion_edits, present, removal_edits
 from klineage.source.compiled import CUDA_SIGNATURES
 from source._kernels import CUDA_WORKLOADS, source_of, workload, write_kernel
 
@@ -53,3 +53,38 @@ def test_cuda_expert_evidence_matches_its_readme():
         assert {f for f, shown in evidence.items() if shown} == features, name
         naive = CudaBackend().build(source_of("cuda", name, "naive")[1])
         assert not any(compiled_evidence(naive.artifact, "cuda").values()), name
+
+
+def _vectorized_states():
+    """(label, source) for every CUDA workload whose naive kernel, or whose expert with its fast path
+    removed by the walk, takes the vectorized_access insertion."""
+    states = []
+    for name in CUDA_WORKLOADS:
+        states.append((f"{name}/naive", source_of("cuda", name, "naive")[0]))
+        text = source_of("cuda", name, "expert")[0]
+        while "vectorized_access" in present(text, "cuda"):
+            edits = removal_edits(text, "cuda")
+            if not edits:
+                break
+            text = edits[0].new_source
+        else:
+            states.append((f"{name}/expert-without-vectors", text))
+    return [(label, edit) for label, text in states
+            for edit in insertion_edits(text, "cuda", "vectorized_access")]
+
+
+def test_vectorized_access_insertion_compiles_to_128_bit_accesses_in_registers(tmp_path):
+    jobs = _vectorized_states()
+    labels = {label for label, _ in jobs}
+    assert {"add_rmsnorm/naive", "softmax/naive", "row_sum/naive", "layernorm/naive",
+            "silu_and_mul/expert-without-vectors", "add_rmsnorm/expert-without-vectors"} <= labels
+    kernels = [write_kernel(tmp_path / label.replace("/", "-"), workload("cuda", label.split("/")[0]),
+                            edit.new_source, "cuda", ()) for label, edit in jobs]
+    with ThreadPoolExecutor(2) as pool:
+        builds = list(pool.map(CudaBackend().build, kernels))
+    for (label, edit), built in zip(jobs, builds, strict=True):
+        assert built.ok, f"{label}:\n{built.log[-2000:]}\n{edit.diff}"
+        assert compiled_evidence(built.artifact, "cuda")["vectorized_access"], label
+        for kernel, facts in built.resources["kernels"].items():
+            # the lane arrays must live in registers: a stack frame would turn every access local
+            assert facts.get("stack_bytes", 0) == 0, f"{label}: {kernel} {facts}"

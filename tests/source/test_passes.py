@@ -181,3 +181,64 @@ def test_omp_simd_is_not_put_on_a_loop_that_already_carries_an_unroll_pragma():
     text = ("float total(const float* a, int n) {\n  float s = 0.0f;\n#pragma GCC unroll 4\n"
             "  for (int i = 0; i < n; ++i) s += a[i];\n  return s;\n}\n")
     assert insertion_edits(text, "c", "omp_simd") == []
+
+
+_SCALE_KERNEL = """#include <cuda_runtime.h>
+#include <stdint.h>
+__global__ void scale(const float* x, float* y, int64_t M, int64_t N) {{
+  int64_t row = blockIdx.x;
+  for (int64_t j = threadIdx.x; j < {bound}; j += 128) {body}
+}}
+extern "C" int kl_launch(const void* const* inputs, void* const* outputs, const int64_t* axes,
+                         const double* params, void* stream) {{
+  scale<<<(unsigned)axes[0], 128, 0, (cudaStream_t)stream>>>({args}, axes[0], axes[1]);
+  return 0;
+}}
+"""
+
+
+def _scale(bound="N", body="y[row * N + j] = 2.0f * x[row * N + j];",
+           args="(const float*)inputs[0], (float*)outputs[0]"):
+    return _SCALE_KERNEL.format(bound=bound, body=body, args=args)
+
+
+def test_vectorized_access_insertion_guards_what_it_assumes():
+    (edit,) = insertion_edits(_scale(), "cuda", "vectorized_access")
+    text = edit.new_source
+    assert "vectorized_access" in present(text, "cuda")
+    # whole chunks: the bound and the row offset are multiples of 4 floats when N is
+    assert "(axes[1]) % 4 == 0" in text
+    # aligned chunks: both pointers the fast kernel moves 16 bytes through
+    assert "((unsigned long long)((const float*)inputs[0]) & 15ull) == 0" in text
+    assert "((unsigned long long)((float*)outputs[0]) & 15ull) == 0" in text
+    assert "for (int64_t kl_j0 = (threadIdx.x) * 4; kl_j0 < N; kl_j0 += (128) * 4)" in text
+    assert "*reinterpret_cast<uint4*>(y + row * N + kl_j0) = kl_y_0_raw;" in text
+    assert edit.params["lanes"] == {"scale": 4}
+
+
+@pytest.mark.parametrize(("case", "kernel"), [
+    ("the bound need not be whole chunks", _scale(bound="N - 1")),
+    ("the offset need not be whole chunks", _scale(body="y[row + j] = 2.0f * x[row + j];")),
+    ("a conditional store would write lanes the loop skipped",
+     _scale(body="{ if (x[row * N + j] > 0.0f) y[row * N + j] = 1.0f; }")),
+    ("a read-modify-write", _scale(body="y[row * N + j] += x[row * N + j];")),
+    ("the launch passes one buffer twice", _scale(args="(const float*)outputs[0], (float*)outputs[0]")),
+    ("the counter is changed in the body", _scale(body="{ y[row * N + j] = 1.0f; j += 1; }")),
+])
+def test_vectorized_access_insertion_leaves_what_it_cannot_prove(case, kernel):
+    assert insertion_edits(kernel, "cuda", "vectorized_access") == [], case
+
+
+def test_vectorized_access_insertion_keeps_unprovable_reads_scalar():
+    (edit,) = insertion_edits(_scale(body="y[row * N + j] = x[row + j];"), "cuda", "vectorized_access")
+    assert "x[row + j]" in edit.new_source and "(float*)outputs[0]) & 15ull" in edit.new_source
+    assert "inputs[0]) & 15ull" not in edit.new_source  # x is not read through vectors
+
+
+def test_vectorized_access_insertion_is_undone_by_the_fast_path_removal():
+    text, _ = source_of("cuda", "add_rmsnorm", "expert")
+    while "vectorized_access" in present(text, "cuda"):
+        text = removal_edits(text, "cuda")[0].new_source
+    (inserted,) = insertion_edits(text, "cuda", "vectorized_access")
+    removal = [e for e in removal_edits(inserted.new_source, "cuda") if e.feature == "vectorized_access"]
+    assert removal[0].new_source == text

@@ -2,9 +2,10 @@
 
 Preconditions come only from what was checked or seen: the dtypes and platform the effect was
 measured on, the features the step needed in place (the dependency table), the build flags the
-step added, the workload's tolerance for numerics-changing features, and sizes where a trial or
-re-derivation failed (turned into the divisibility the passing sizes share and the failing one
-lacks). Risks are the refused proposals and failed attempts that touched the feature.
+step added, the launch guard a re-derived fast path selects itself with, the workload's
+tolerance for numerics-changing features, and sizes where a trial or re-derivation failed
+(turned into the divisibility the passing sizes share and the failing one lacks). Risks are the
+refused proposals and failed attempts that touched the feature.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from klineage.skills.card import (
     SkillCard,
     skill_id,
 )
-from klineage.source import CATALOGUE, DEPENDS_ON
+from klineage.source import CATALOGUE, DEPENDS_ON, FAST_PATH_FEATURES
 from klineage.workload import Workload
 
 __all__ = ["MIN_LIFT_SPEEDUP", "anchor_signature", "divisibility_precondition", "lift_lineage"]
@@ -112,6 +113,13 @@ def _preconditions(lineage: Lineage, workload: Workload, transition: Transition)
         found.append(Precondition(category="pipeline", condition="the build enables OpenMP (-fopenmp)",
                                   reason="the pragma is ignored without it", check="flag:-fopenmp",
                                   source="check"))
+    guard = _launch_guard(transition.rederivation.diff if transition.rederivation else "")
+    if transition.feature in FAST_PATH_FEATURES and guard:
+        found.append(Precondition(
+            category="shape", condition=f"the fast path runs only where {guard}",
+            reason="it moves whole, aligned chunks; every other size or address takes the general "
+                   "kernel, and the gate checked both on the workload's check shapes",
+            check=None, source="check"))
     if transition.feature in _NUMERICS:
         rtol = max(workload.tolerance_for(o)[0] for o in workload.outputs)
         found.append(Precondition(category="numerics", condition=f"outputs tolerate rtol {rtol:g}",
@@ -119,6 +127,14 @@ def _preconditions(lineage: Lineage, workload: Workload, transition: Transition)
                                          "it was accepted at this tolerance",
                                   check=None, source=f"workload:{workload.name}"))
     return found
+
+
+def _launch_guard(diff: str) -> str:
+    """The condition of the 'const bool <guard> = ...;' a re-derived fast path added ('' if none)."""
+    added = " ".join(ln[1:].strip() for ln in diff.splitlines()
+                     if ln.startswith("+") and not ln.startswith("+++"))
+    match = re.search(r"const bool \w+ = (.+?);", added)
+    return match.group(1) if match else ""
 
 
 def _risks(lineage: Lineage, transition: Transition) -> list[Risk]:

@@ -31,6 +31,7 @@ from klineage.source._insert_qualifiers import (
     insert_restrict,
     insert_smem_padding,
 )
+from klineage.source._insert_vector import insert_vectorized_access
 from klineage.source.model import Edit
 from klineage.source.parse import parse
 
@@ -44,6 +45,7 @@ INSERTERS = {
     "read_only_cache": insert_read_only_cache,
     "fast_math_intrinsics": insert_fast_math,
     "smem_padding_or_swizzle": insert_smem_padding,
+    "vectorized_access": insert_vectorized_access,
 }
 
 

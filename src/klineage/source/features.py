@@ -58,7 +58,7 @@ CATALOGUE: dict[str, FeatureInfo] = {f.name: f for f in (
           False, "prefetch* instructions"),
     # ---- CUDA
     _info("vectorized_access", "layout", _CU, "8/16-byte vector loads and stores (float4/uint4) on a "
-          "guarded fast path", True, False, "SASS LDG.E.128 / STG.E.128"),
+          "guarded fast path", True, True, "SASS LDG.E.128 / STG.E.128"),
     _info("read_only_cache", "memory", _CU, "__ldg loads through the read-only data cache", True, True),
     _info("launch_bounds", "tuning", _CU, "__launch_bounds__(threads[, blocks]) caps registers for "
           "occupancy", True, True, "ELF attribute EIATTR_MAX_THREADS"),

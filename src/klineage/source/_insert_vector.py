@@ -1,0 +1,517 @@
+"""Insertion of vectorized_access (CUDA): a guarded fast-path copy of a kernel whose unit-stride
+loops move 16 bytes per access.
+
+The rewrite, for each kernel launched once from kl_launch:
+
+- every loop ``for (I j = START; j < BOUND; j += STRIDE)`` (or ``++j``) whose body reads or writes
+  ``p[OFF + j]`` / ``*(p + OFF + j)`` becomes a loop over ``V``-element chunks: the reads are
+  16-byte loads before an inner ``for (kl_v ...)`` over the chunk's lanes, which runs the original
+  body with ``j = j0 + kl_v``; the writes are 16-byte stores after it. ``V = 16 / element size``.
+- the copy is named ``<kernel>_vec``; the launch becomes ``if (ok) <kernel>_vec<<<...>>>(...) else
+  <kernel><<<...>>>(...)`` with ``ok`` the conditions that make every chunk whole and aligned: the
+  integer arguments that BOUND and every OFF are multiples of (divisibility is proved term by
+  term through const locals) are multiples of V, and every vectorized pointer argument is 16-byte
+  aligned. This is the shape the expert kernels have, so the fast-path removal undoes it.
+
+Only provable accesses are vectorized; a loop qualifies when its bound is provably a multiple of V,
+its body has no break/return/goto/__syncthreads and does not assign j, and every pointer it writes
+is written only through one vectorizable, unconditional store. Kernels whose launch passes the
+same pointer twice are skipped (a hoisted load could then read what a store has not yet written;
+distinct ABI buffers never alias). Whether the result is correct and faster is the gate's call.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from klineage.source._insert_qualifiers import Inserted
+from klineage.source.parse import (
+    Parsed,
+    Splice,
+    callee_name,
+    calls,
+    for_loops,
+    function_definitions,
+    function_name,
+    is_cuda_kernel,
+    walk,
+)
+
+VECTOR_BYTES = 16
+ELEMENT_BYTES = {"float": 4, "int": 4, "unsigned": 4, "int32_t": 4, "uint32_t": 4,
+                 "__nv_bfloat16": 2, "__half": 2, "half": 2, "nv_bfloat16": 2, "short": 2,
+                 "int16_t": 2, "uint16_t": 2}
+_RAW_TYPES = {16: "uint4", 8: "uint2", 4: "unsigned int"}
+_INTEGER_TYPES = {"int", "int64_t", "int32_t", "long", "size_t", "unsigned", "uint32_t", "uint64_t",
+                  "long long", "unsigned int", "unsigned long", "unsigned long long", "ptrdiff_t"}
+_EXITS = ("break_statement", "return_statement", "goto_statement")
+
+
+@dataclass
+class _Pointer:
+    root: str
+    """The kernel parameter it points into."""
+    element: str
+    needs: frozenset[str]
+    """Integer parameters whose divisibility by V makes its offset from ``root`` a multiple of V."""
+
+
+@dataclass
+class _Access:
+    node: object
+    pointer: str
+    offset: str
+    """The access's offset from ``pointer`` without the counter ('' when none)."""
+    write: bool
+
+
+@dataclass
+class _Group:
+    pointer: str
+    offset: str
+    write: bool
+    accesses: list = field(default_factory=list)
+
+
+@dataclass
+class _Kernel:
+    node: object
+    params: list[tuple[str, str]]
+    """(name, 'int' | 'ptr:<element>' | other) in order."""
+    locals_: dict[str, object]
+    """Single-assignment locals: name -> initializer node."""
+    needs: set[str] = field(default_factory=set)
+    aligned: set[str] = field(default_factory=set)
+    width: int = 1
+
+
+def insert_vectorized_access(parsed: Parsed, params: dict) -> Inserted | None:
+    if parsed.language != "cuda":
+        return None
+    launcher = next((f for f in function_definitions(parsed.root) if function_name(f) == "kl_launch"),
+                    None)
+    if launcher is None:
+        return None
+    splice, sites, widths = Splice(parsed.data), [], {}
+    for function in function_definitions(parsed.root):
+        if not is_cuda_kernel(function) or function.parent.type == "template_declaration":
+            continue
+        name = function_name(function)
+        launches = [c for c in calls(launcher) if callee_name(c) == name
+                    and any(k.type == "kernel_call_syntax" for k in c.children)]
+        if len(launches) != 1 or _passes_a_pointer_twice(launches[0]):
+            continue
+        kernel = _kernel(function)
+        clone = _vectorized_clone(parsed, kernel)
+        if clone is None:
+            continue
+        splice.replace(function.end_byte, function.end_byte, "\n\n" + clone)
+        splice_launch(parsed, splice, launches[0], kernel)
+        sites.append(function)
+        widths[name] = kernel.width
+    if not sites:
+        return None
+    return Inserted(splice.apply(), [parsed.site(n) for n in sites], {"vector_bytes": VECTOR_BYTES,
+                                                                      "lanes": widths})
+
+
+def _passes_a_pointer_twice(launch) -> bool:
+    buffers = [_uncast(a).text for a in launch.child_by_field_name("arguments").named_children]
+    return len(buffers) != len(set(buffers))
+
+
+def _uncast(node):
+    while node.type in ("cast_expression", "parenthesized_expression"):
+        node = node.named_children[-1]
+    return node
+
+
+# ---------------------------------------------------------------------------- kernel facts
+
+
+def _kernel(function) -> _Kernel:
+    params = []
+    declarator = function.child_by_field_name("declarator")
+    while declarator is not None and declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    for param in declarator.child_by_field_name("parameters").named_children:
+        kind, name = _declared(param)
+        params.append((name, kind))
+    assigned = set()
+    for node in walk(function):
+        target = None
+        if node.type == "assignment_expression":
+            target = node.child_by_field_name("left")
+        elif node.type == "update_expression":
+            target = node.child_by_field_name("argument")
+        if target is not None and target.type == "identifier":
+            assigned.add(target.text.decode())
+    locals_, counts = {}, {}
+    for node in walk(function.child_by_field_name("body")):
+        if node.type == "init_declarator":
+            name = _innermost_name(node.child_by_field_name("declarator"))
+            counts[name] = counts.get(name, 0) + 1
+            if name not in assigned:
+                locals_[name] = node
+    return _Kernel(function, params, {n: v for n, v in locals_.items() if counts[n] == 1})
+
+
+def _declared(declaration) -> tuple[str, str]:
+    """('int' | 'ptr:<element>' | 'other', name) for a parameter or declaration."""
+    base = re.sub(r"\s+", " ", declaration.child_by_field_name("type").text.decode())
+    declarator = declaration.child_by_field_name("declarator")
+    if declarator is not None and declarator.type == "init_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    name = _innermost_name(declarator)
+    if declarator is not None and declarator.type == "pointer_declarator" \
+            and declarator.child_by_field_name("declarator").type == "identifier":
+        return f"ptr:{base}", name
+    if declarator is not None and declarator.type == "identifier" and base in _INTEGER_TYPES:
+        return "int", name
+    return "other", name
+
+
+def _innermost_name(declarator) -> str:
+    while declarator is not None and declarator.type != "identifier":
+        declarator = declarator.child_by_field_name("declarator")
+    return declarator.text.decode() if declarator is not None else ""
+
+
+def _param_kind(kernel: _Kernel, name: str) -> str | None:
+    return next((kind for n, kind in kernel.params if n == name), None)
+
+
+def _multiple_of(kernel: _Kernel, node, lanes: int, seen: frozenset = frozenset()) -> frozenset | None:
+    """The integer parameters that must be multiples of ``lanes`` for ``node`` to be one (None:
+    not provable)."""
+    kind = node.type
+    if kind in ("parenthesized_expression", "cast_expression"):
+        return _multiple_of(kernel, _uncast(node), lanes, seen)
+    if kind == "number_literal":
+        digits = re.fullmatch(r"(\d+)[uUlL]*", node.text.decode())
+        return frozenset() if digits and int(digits.group(1)) % lanes == 0 else None
+    if kind == "identifier":
+        name = node.text.decode()
+        if _param_kind(kernel, name) == "int":
+            return frozenset({name})
+        init = kernel.locals_.get(name)
+        value = init.child_by_field_name("value") if init is not None else None
+        if value is None or name in seen or _declaration_kind(init) != "int":
+            return None
+        return _multiple_of(kernel, value, lanes, seen | {name})
+    if kind == "binary_expression":
+        operator = node.child_by_field_name("operator").type
+        left = _multiple_of(kernel, node.child_by_field_name("left"), lanes, seen)
+        right = _multiple_of(kernel, node.child_by_field_name("right"), lanes, seen)
+        if operator in ("+", "-"):
+            return left | right if left is not None and right is not None else None
+        if operator == "*":
+            options = [s for s in (left, right) if s is not None]
+            return min(options, key=len) if options else None
+    return None
+
+
+def _declaration_kind(init_declarator) -> str:
+    return _declared(init_declarator.parent)[0] if init_declarator.parent.type == "declaration" else ""
+
+
+def _terms(node) -> list:
+    """The summands of a chain of '+' (parentheses and all)."""
+    while node.type == "parenthesized_expression":
+        node = node.named_children[0]
+    if node.type == "binary_expression" and node.child_by_field_name("operator").type == "+":
+        return _terms(node.child_by_field_name("left")) + _terms(node.child_by_field_name("right"))
+    return [node]
+
+
+def _pointer(kernel: _Kernel, name: str, lanes: int, seen: frozenset = frozenset()) -> _Pointer | None:
+    """Where ``name`` points: a pointer parameter, or a const local ``param + offset``."""
+    kind = _param_kind(kernel, name)
+    if kind is not None:
+        return _Pointer(name, kind[4:], frozenset()) if kind.startswith("ptr:") else None
+    init = kernel.locals_.get(name)
+    if init is None or name in seen or init.child_by_field_name("value") is None \
+            or not _declaration_kind(init).startswith("ptr:"):
+        return None
+    terms = _terms(init.child_by_field_name("value"))
+    bases = [t for t in terms if t.type == "identifier" and _pointer(kernel, t.text.decode(), lanes,
+                                                                      seen | {name})]
+    if len(bases) != 1:
+        return None
+    base = _pointer(kernel, bases[0].text.decode(), lanes, seen | {name})
+    needs = set(base.needs)
+    for term in terms:
+        if term is not bases[0]:
+            need = _multiple_of(kernel, term, lanes)
+            if need is None:
+                return None
+            needs |= need
+    element = _declaration_kind(init)[4:]
+    return _Pointer(base.root, element, frozenset(needs)) if element == base.element else None
+
+
+# ---------------------------------------------------------------------------- loops
+
+
+@dataclass
+class _Loop:
+    node: object
+    counter: str
+    counter_type: str
+    start: str
+    stride: str
+    bound: object
+
+
+def _unit_stride_loop(loop) -> _Loop | None:
+    init = loop.child_by_field_name("initializer")
+    condition = loop.child_by_field_name("condition")
+    update = loop.child_by_field_name("update")
+    if init is None or init.type != "declaration" or condition is None or update is None:
+        return None
+    declarators = init.children_by_field_name("declarator")
+    if len(declarators) != 1 or declarators[0].type != "init_declarator":
+        return None
+    counter = declarators[0].child_by_field_name("declarator")
+    if counter.type != "identifier":
+        return None
+    name = counter.text
+    if condition.type != "binary_expression" or condition.child_by_field_name("operator").type != "<" \
+            or condition.child_by_field_name("left").text != name:
+        return None
+    if update.type == "update_expression" and update.child_by_field_name("argument").text == name \
+            and b"++" in update.text:
+        stride = "1"
+    elif update.type == "assignment_expression" and update.child_by_field_name("left").text == name \
+            and update.child_by_field_name("operator").type == "+=" \
+            and name not in {n.text for n in walk(update.child_by_field_name("right"))}:
+        stride = update.child_by_field_name("right").text.decode()
+    else:
+        return None
+    counter_type = re.sub(r"\s+", " ", init.child_by_field_name("type").text.decode())
+    return _Loop(loop, name.decode(), counter_type,
+                 declarators[0].child_by_field_name("value").text.decode(), stride,
+                 condition.child_by_field_name("right"))
+
+
+def _accesses(kernel: _Kernel, loop: _Loop, lanes: int) -> list[_Access]:
+    """The loop's memory accesses at ``offset + counter`` through a known pointer."""
+    found = []
+    body = loop.node.child_by_field_name("body")
+    for node in walk(body):
+        address = None
+        if node.type == "subscript_expression":
+            index = node.child_by_field_name("indices") or node.named_children[-1]
+            index = index.named_children[0] if index.type == "subscript_argument_list" else index
+            address = [node.child_by_field_name("argument"), *_terms(index)]
+        elif node.type == "pointer_expression" and node.children[0].type == "*":
+            address = _terms(node.child_by_field_name("argument"))
+        if address is None:
+            continue
+        counters = [t for t in address if t.type == "identifier" and t.text.decode() == loop.counter]
+        pointers = [t for t in address if t.type == "identifier" and _pointer(kernel, t.text.decode(),
+                                                                              lanes)]
+        if len(counters) != 1 or len(pointers) != 1:
+            continue
+        rest = [t.text.decode() for t in address if t is not counters[0] and t is not pointers[0]]
+        found.append(_Access(node, pointers[0].text.decode(), " + ".join(rest), _is_store(node)))
+    return found
+
+
+def _is_store(access) -> bool:
+    parent = access.parent
+    return parent.type == "assignment_expression" and parent.child_by_field_name("left") == access
+
+
+def _groups(kernel: _Kernel, loop: _Loop, lanes: int) -> list[_Group] | None:
+    """Vectorizable access groups (pointer, offset), or None when the loop must stay scalar."""
+    accesses = _accesses(kernel, loop, lanes)
+    body = loop.node.child_by_field_name("body")
+    groups: dict[tuple[str, str], _Group] = {}
+    for access in accesses:
+        key = (access.pointer, re.sub(r"\s+", "", access.offset))
+        group = groups.setdefault(key, _Group(access.pointer, access.offset, access.write))
+        if group.write != access.write:
+            return None
+        group.accesses.append(access)
+    written = {g.pointer for g in groups.values() if g.write}
+    for name in written:
+        uses = [n for n in walk(body) if n.type == "identifier" and n.text.decode() == name]
+        mine = [g for g in groups.values() if g.pointer == name]
+        if len(mine) != 1 or len(uses) != len(mine[0].accesses) or len(uses) != 1:
+            return None  # a written pointer is touched only by its one store
+        if not _unconditional(mine[0].accesses[0].node, loop.node):
+            return None
+        if mine[0].accesses[0].node.parent.child_by_field_name("operator").type != "=":
+            return None
+    kept = []
+    for group in groups.values():
+        if _group_needs(kernel, group, loop.counter, lanes) is None:
+            if group.write:
+                return None
+            continue
+        kept.append(group)
+    return kept
+
+
+def _group_needs(kernel: _Kernel, group: _Group, counter: str, lanes: int) -> frozenset | None:
+    """Integer parameters that make the group's chunks whole multiples of ``lanes`` from an
+    aligned parameter, or None if none can."""
+    needs = set(_pointer(kernel, group.pointer, lanes).needs)
+    for term in _address_terms(group.accesses[0].node):
+        if term.type == "identifier" and term.text.decode() in (group.pointer, counter):
+            continue
+        need = _multiple_of(kernel, term, lanes)
+        if need is None:
+            return None
+        needs |= need
+    return frozenset(needs)
+
+
+def _address_terms(access) -> list:
+    if access.type == "subscript_expression":
+        index = access.child_by_field_name("indices") or access.named_children[-1]
+        index = index.named_children[0] if index.type == "subscript_argument_list" else index
+        return [access.child_by_field_name("argument"), *_terms(index)]
+    return _terms(access.child_by_field_name("argument"))
+
+
+def _unconditional(access, loop) -> bool:
+    """The store is a statement of the loop body itself, not under a condition or inner loop."""
+    statement = access.parent.parent
+    return statement.type == "expression_statement" and (
+        statement.parent == loop or (statement.parent.type == "compound_statement"
+                                     and statement.parent.parent == loop))
+
+
+# ---------------------------------------------------------------------------- the rewrite
+
+
+def _vectorized_clone(parsed: Parsed, kernel: _Kernel) -> str | None:
+    function = kernel.node
+    base = function.start_byte
+    splice = Splice(parsed.data[base:function.end_byte])
+    rewritten = 0
+    for loop in for_loops(function):  # loops holding loops are skipped, so none overlap
+        facts = _unit_stride_loop(loop)
+        if facts is None or _blocked(loop, facts):
+            continue
+        elements = _loop_elements(kernel, facts)
+        if not elements:
+            continue
+        lanes = VECTOR_BYTES // max(ELEMENT_BYTES[e] for e in elements)
+        bound = _multiple_of(kernel, facts.bound, lanes)
+        groups = _groups(kernel, facts, lanes) if bound is not None else None
+        if not groups:
+            continue
+        kernel.needs |= bound
+        for group in groups:
+            kernel.needs |= _group_needs(kernel, group, facts.counter, lanes)
+            kernel.aligned.add(_pointer(kernel, group.pointer, lanes).root)
+        kernel.width = max(kernel.width, lanes)
+        splice.replace(loop.start_byte - base, loop.end_byte - base,
+                       _vector_loop(parsed, kernel, facts, groups, lanes, base))
+        rewritten += 1
+    if not rewritten:
+        return None
+    text = splice.apply()
+    name = function_name(function)
+    return re.sub(rf"\b{re.escape(name)}\b", f"{name}_vec", text, count=1)
+
+
+def _blocked(loop, facts: _Loop) -> bool:
+    body = loop.child_by_field_name("body")
+    for node in walk(body):
+        if node.type in _EXITS or (node.type == "call_expression"
+                                   and callee_name(node) == "__syncthreads"):
+            return True
+        if node.type in ("assignment_expression", "update_expression"):
+            target = node.child_by_field_name("left") or node.child_by_field_name("argument")
+            if target is not None and target.text.decode() == facts.counter:
+                return True
+        if node.type == "for_statement" and node is not loop:
+            return True  # nested loops keep their own counters: left to a later pass
+    return False
+
+
+def _loop_elements(kernel: _Kernel, facts: _Loop) -> set[str]:
+    elements = set()
+    for access in _accesses(kernel, facts, 1):
+        pointer = _pointer(kernel, access.pointer, 1)
+        if pointer.element not in ELEMENT_BYTES:
+            return set()
+        elements.add(pointer.element)
+    return elements
+
+
+def _vector_loop(parsed: Parsed, kernel: _Kernel, facts: _Loop, groups: list[_Group], lanes: int,
+                 base: int) -> str:
+    indent = _indent_of(parsed, facts.node)
+    inner = indent + "  "
+    chunk = f"kl_{facts.counter}0"
+    start = "0" if facts.start.strip() == "0" else f"({facts.start}) * {lanes}"
+    step = str(lanes) if facts.stride.strip() == "1" else f"({facts.stride}) * {lanes}"
+    lines = [f"for ({facts.counter_type} {chunk} = {start}; {chunk} < {facts.bound.text.decode()}; "
+             f"{chunk} += {step}) {{"]
+    body = facts.node.child_by_field_name("body")
+    body_splice = Splice(parsed.data[body.start_byte:body.end_byte])
+    stores = []
+    for number, group in enumerate(groups):
+        pointer = _pointer(kernel, group.pointer, lanes)
+        raw = _RAW_TYPES[lanes * ELEMENT_BYTES[pointer.element]]
+        lane_name = f"kl_{group.pointer}_{number}"
+        address = f"{group.pointer} + {group.offset + ' + ' if group.offset else ''}{chunk}"
+        if group.write:
+            lines += [f"{inner}{raw} {lane_name}_raw;",
+                      f"{inner}{pointer.element}* {lane_name} = "
+                      f"reinterpret_cast<{pointer.element}*>(&{lane_name}_raw);"]
+            stores.append(f"{inner}*reinterpret_cast<{raw}*>({address}) = {lane_name}_raw;")
+        else:
+            lines += [f"{inner}const {raw} {lane_name}_raw = *reinterpret_cast<const {raw}*>({address});",
+                      f"{inner}const {pointer.element}* {lane_name} = "
+                      f"reinterpret_cast<const {pointer.element}*>(&{lane_name}_raw);"]
+        for access in group.accesses:
+            node = access.node
+            body_splice.replace(node.start_byte - body.start_byte, node.end_byte - body.start_byte,
+                                f"{lane_name}[kl_lane]")
+    new_body = body_splice.apply()
+    if body.type == "compound_statement":
+        statements = new_body.strip()[1:-1].strip().splitlines()
+        statements[0] = inner + statements[0]  # strip() took the first line's indent
+    else:
+        statements = [inner + new_body.strip()]
+    uses_counter = re.search(rf"\b{re.escape(facts.counter)}\b", "\n".join(statements)) is not None
+    lines.append(f"{inner}for (int kl_lane = 0; kl_lane < {lanes}; ++kl_lane) {{")
+    if uses_counter:
+        lines.append(f"{inner}  const {facts.counter_type} {facts.counter} = {chunk} + kl_lane;")
+    lines += [("  " + s if s.strip() else s) for s in statements]
+    lines += [f"{inner}}}", *stores, f"{indent}}}"]
+    return "\n".join(lines)
+
+
+def _indent_of(parsed: Parsed, node) -> str:
+    line_start = parsed.data.rfind(b"\n", 0, node.start_byte) + 1
+    prefix = parsed.data[line_start:node.start_byte].decode()
+    return prefix if not prefix.strip() else " " * len(prefix)
+
+
+def splice_launch(parsed: Parsed, splice: Splice, launch, kernel: _Kernel) -> None:
+    """``K<<<...>>>(args);`` -> guard declaration + ``if (guard) K_vec<<<...>>>(args); else ...``."""
+    statement = launch.parent
+    arguments = launch.child_by_field_name("arguments").named_children
+    by_name = {name: arguments[i].text.decode() for i, (name, _) in enumerate(kernel.params)
+               if i < len(arguments)}
+    name = function_name(kernel.node)
+    checks = [f"({by_name[n]}) % {kernel.width} == 0" for n, _ in kernel.params if n in kernel.needs]
+    checks += [f"((unsigned long long)({by_name[n]}) & {VECTOR_BYTES - 1}ull) == 0"
+               for n, _ in kernel.params if n in kernel.aligned]
+    guard = f"kl_{name}_vec_ok"
+    indent = _indent_of(parsed, statement)
+    call = statement.text.decode().replace("\n", "\n  ")  # continuation lines move in with it
+    fast = call.replace(name, f"{name}_vec", 1)
+    text = (f"const bool {guard} = {f' &&{chr(10)}{indent}    '.join(checks) or 'true'};\n"
+            f"{indent}if ({guard})\n{indent}  {fast}\n{indent}else\n{indent}  {call}")
+    if statement.parent is None or statement.parent.type != "compound_statement":
+        text = f"{{\n{indent}  {text}\n{indent}}}"
+    splice.replace(statement.start_byte, statement.end_byte, text)
