@@ -36,7 +36,7 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="klineage-mine-"))
     library = args.library or scratch / "library"
     folder = REPO / "examples" / "workloads" / args.suite
-    rows = []
+    rows, details = [], []
     for path in sorted(p for p in folder.iterdir() if (p / "workload.toml").is_file()):
         if only and path.name not in only:
             continue
@@ -53,6 +53,7 @@ def main() -> None:
                                for c in s["cards"]) or "-",
                      f"{time.perf_counter() - started:.0f} s"])
         print("| " + " | ".join(rows[-1]) + " |", flush=True)
+        details.append(_details(workload.name, result))
     text = header(f"Mining benchmark, {args.suite.upper()} (rules brain)",
                   get_backend(args.suite).platform())
     text += (f"- library: {library}\n- gate: trials={args.trials}, paired comparison "
@@ -60,8 +61,19 @@ def main() -> None:
     columns = ["workload", "steps accepted / rejected", "removed (in order)", "stopped because",
                "naive→expert (paired)", "cards lifted", "cards admitted", "cards", "mine wall time"]
     text += markdown_table(columns, rows)
+    text += "\n## Steps without a card, and admission trials\n\n" + "\n".join(details)
     print(text)
     print(f"\nwritten to {write_result(f'mine_{args.suite}', text)}")
+
+
+def _details(name: str, result) -> str:
+    """Why each step yielded no card (the lift's notes) and every admission trial, per workload."""
+    lines = [f"- **{name}**"]
+    lines += [f"  - {note}" for note in result.notes]
+    for card in result.cards:
+        for trial in card.verification:
+            lines.append(f"  - card {card.feature} on {trial.target}: {trial.verdict} ({trial.reason[:160]})")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
