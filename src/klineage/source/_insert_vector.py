@@ -107,7 +107,7 @@ def insert_vectorized_access(parsed: Parsed, params: dict) -> Inserted | None:
         if clone is None:
             continue
         splice.replace(function.end_byte, function.end_byte, "\n\n" + clone)
-        splice_launch(parsed, splice, launches[0], kernel)
+        _splice_launch(parsed, splice, launcher, launches[0], kernel)
         sites.append(function)
         widths[name] = kernel.width
     if not sites:
@@ -496,22 +496,61 @@ def _indent_of(parsed: Parsed, node) -> str:
     return prefix if not prefix.strip() else " " * len(prefix)
 
 
-def splice_launch(parsed: Parsed, splice: Splice, launch, kernel: _Kernel) -> None:
-    """``K<<<...>>>(args);`` -> guard declaration + ``if (guard) K_vec<<<...>>>(args); else ...``."""
+def _splice_launch(parsed: Parsed, splice: Splice, launcher, launch, kernel: _Kernel) -> None:
+    """``K<<<...>>>(args);`` -> ``if (guard) K_vec<<<...>>>(args); else K<<<...>>>(args);``, with
+    the guard declared before the launcher's first use of K. Other uses (an occupancy query that
+    sizes a persistent grid) become ``guard ? K_vec : K``: a grid sized for the general kernel's
+    occupancy would put the fast kernel's extra blocks in a second wave."""
     statement = launch.parent
     arguments = launch.child_by_field_name("arguments").named_children
-    by_name = {name: arguments[i].text.decode() for i, (name, _) in enumerate(kernel.params)
-               if i < len(arguments)}
+    by_position = {name: arguments[i] for i, (name, _) in enumerate(kernel.params) if i < len(arguments)}
     name = function_name(kernel.node)
-    checks = [f"({by_name[n]}) % {kernel.width} == 0" for n, _ in kernel.params if n in kernel.needs]
-    checks += [f"((unsigned long long)({by_name[n]}) & {VECTOR_BYTES - 1}ull) == 0"
+    guarded = [n for n, _ in kernel.params if n in kernel.needs or n in kernel.aligned]
+    checks = [f"({by_position[n].text.decode()}) % {kernel.width} == 0"
+              for n, _ in kernel.params if n in kernel.needs]
+    checks += [f"((unsigned long long)({by_position[n].text.decode()}) & {VECTOR_BYTES - 1}ull) == 0"
                for n, _ in kernel.params if n in kernel.aligned]
     guard = f"kl_{name}_vec_ok"
-    indent = _indent_of(parsed, statement)
     call = statement.text.decode().replace("\n", "\n  ")  # continuation lines move in with it
     fast = call.replace(name, f"{name}_vec", 1)
-    text = (f"const bool {guard} = {f' &&{chr(10)}{indent}    '.join(checks) or 'true'};\n"
-            f"{indent}if ({guard})\n{indent}  {fast}\n{indent}else\n{indent}  {call}")
+    indent = _indent_of(parsed, statement)
+    branches = f"if ({guard})\n{indent}  {fast}\n{indent}else\n{indent}  {call}"
     if statement.parent is None or statement.parent.type != "compound_statement":
-        text = f"{{\n{indent}  {text}\n{indent}}}"
-    splice.replace(statement.start_byte, statement.end_byte, text)
+        declaration = f"const bool {guard} = {f' &&{chr(10)}{indent}      '.join(checks) or 'true'};"
+        splice.replace(statement.start_byte, statement.end_byte,
+                       f"{{\n{indent}  {declaration}\n{indent}  {branches}\n{indent}}}")
+        return
+    body = launcher.child_by_field_name("body")
+    top = {n.start_byte: n for n in body.named_children}
+    uses = [n for n in walk(body) if n.type == "identifier" and n.text.decode() == name
+            and n != launch.child_by_field_name("function")]
+    first = min((_top_statement(n, top) for n in [launch, *uses]), key=lambda n: n.start_byte)
+    needed = {i.text.decode() for n in guarded for i in walk(by_position[n]) if i.type == "identifier"}
+    if not needed <= _declared_before(launcher, body, first):
+        first, uses = _top_statement(launch, top), []
+    place = _indent_of(parsed, first)
+    line_start = parsed.data.rfind(b"\n", 0, first.start_byte) + 1
+    splice.replace(line_start, line_start,
+                   f"{place}const bool {guard} = {f' &&{chr(10)}{place}    '.join(checks) or 'true'};\n")
+    for use in uses:
+        splice.replace(use.start_byte, use.end_byte,
+                       f"({guard} ? (const void*){name}_vec : (const void*){name})")
+    splice.replace(statement.start_byte, statement.end_byte, branches)
+
+
+def _top_statement(node, top: dict):
+    while node.start_byte not in top or top[node.start_byte] != node:
+        node = node.parent
+    return node
+
+
+def _declared_before(launcher, body, statement) -> set[str]:
+    """kl_launch's parameters and the names its top-level declarations before ``statement`` make."""
+    names = {i.text.decode() for p in walk(launcher.child_by_field_name("declarator"))
+             if p.type == "parameter_declaration" for i in walk(p) if i.type == "identifier"}
+    for node in body.named_children:
+        if node.start_byte >= statement.start_byte:
+            break
+        if node.type == "declaration":
+            names |= {_innermost_name(d) for d in node.children_by_field_name("declarator")}
+    return names
