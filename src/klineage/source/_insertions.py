@@ -15,8 +15,10 @@
   read_only_cache      p[i] -> __ldg(&p[i]) for reads of const __restrict__ kernel parameters.
   fast_math_intrinsics expf -> __expf (and logf/sinf/cosf), 1.0f / sqrtf(x) -> rsqrtf(x) in device code.
   smem_padding_or_swizzle  [A][B] -> [A][B + 1] on 2-D 4-byte __shared__ tiles.
+  vectorized_access    a guarded <kernel>_vec copy whose unit-stride loops move 16-byte chunks
+                       (_insert_vector.py: what it proves, and what it leaves alone).
 Only an LLM brain can add: simd_intrinsics, packing, cache_blocking, loop_interchange,
-streaming_store, prefetch, vectorized_access, shared_memory_tiling, warp_shuffle_reduction,
+streaming_store, prefetch, shared_memory_tiling, warp_shuffle_reduction,
 cp_async_pipeline, tma, tensor_core_mma, grid_stride_loop, register_blocking and swizzles: each
 needs new code whose shape depends on the algorithm, not a local rewrite.
 """
