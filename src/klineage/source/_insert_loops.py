@@ -15,6 +15,7 @@ from klineage.source.parse import (
     innermost,
     loop_depth,
     walk,
+    writes,
 )
 
 _EXITS = ("break_statement", "return_statement", "goto_statement")
@@ -49,16 +50,8 @@ def _locals_of(node) -> set[bytes]:
 def _scalar_writes(loop) -> list:
     """Assignments and increments of plain identifiers inside the loop body."""
     body = loop.child_by_field_name("body")
-    writes = []
-    for node in walk(body) if body is not None else []:
-        target = None
-        if node.type == "assignment_expression":
-            target = node.child_by_field_name("left")
-        elif node.type == "update_expression":
-            target = node.child_by_field_name("argument")
-        if target is not None and target.type == "identifier":
-            writes.append((node, target.text))
-    return writes
+    return [(node, target.text) for node, target in (writes(body) if body is not None else ())
+            if target is not None and target.type == "identifier"]
 
 
 # ---------------------------------------------------------------------------- omp parallel for
@@ -169,16 +162,8 @@ def _mutable_pointers(function) -> set[bytes]:
 
 def _array_writes(loop) -> list:
     """Left sides of assignments through subscripts or pointers inside the loop."""
-    targets = []
-    for node in walk(loop):
-        target = None
-        if node.type == "assignment_expression":
-            target = node.child_by_field_name("left")
-        elif node.type == "update_expression":
-            target = node.child_by_field_name("argument")
-        if target is not None and target.type in ("subscript_expression", "pointer_expression"):
-            targets.append(target)
-    return targets
+    return [target for _, target in writes(loop)
+            if target is not None and target.type in ("subscript_expression", "pointer_expression")]
 
 
 def _write_is_private(target, own: set[bytes], counter: set[bytes]) -> bool:

@@ -36,6 +36,7 @@ from klineage.source.parse import (
     function_name,
     is_cuda_kernel,
     walk,
+    writes,
 )
 
 VECTOR_BYTES = 16
@@ -138,15 +139,8 @@ def _kernel(function) -> _Kernel:
     for param in declarator.child_by_field_name("parameters").named_children:
         kind, name = _declared(param)
         params.append((name, kind))
-    assigned = set()
-    for node in walk(function):
-        target = None
-        if node.type == "assignment_expression":
-            target = node.child_by_field_name("left")
-        elif node.type == "update_expression":
-            target = node.child_by_field_name("argument")
-        if target is not None and target.type == "identifier":
-            assigned.add(target.text.decode())
+    assigned = {target.text.decode() for _, target in writes(function)
+                if target is not None and target.type == "identifier"}
     locals_, counts = {}, {}
     for node in walk(function.child_by_field_name("body")):
         if node.type == "init_declarator":
@@ -422,14 +416,12 @@ def _vectorized_clone(parsed: Parsed, kernel: _Kernel) -> str | None:
 
 def _blocked(loop, facts: _Loop) -> bool:
     body = loop.child_by_field_name("body")
+    if any(target is not None and target.text.decode() == facts.counter for _, target in writes(body)):
+        return True
     for node in walk(body):
         if node.type in _EXITS or (node.type == "call_expression"
                                    and callee_name(node) == "__syncthreads"):
             return True
-        if node.type in ("assignment_expression", "update_expression"):
-            target = node.child_by_field_name("left") or node.child_by_field_name("argument")
-            if target is not None and target.text.decode() == facts.counter:
-                return True
         if node.type == "for_statement" and node is not loop:
             return True  # nested loops keep their own counters: left to a later pass
     return False

@@ -20,7 +20,7 @@ from klineage.source.model import Site
 __all__ = [
     "LANGUAGES", "Parsed", "Splice", "ancestors", "callee_name", "calls", "enclosing_function",
     "for_loops", "function_definitions", "function_name", "is_cuda_kernel", "line_bounds", "parse",
-    "pragma_text", "pragmas", "walk",
+    "pragma_text", "pragmas", "walk", "writes",
 ]
 
 LANGUAGES = ("c", "cpp", "cuda")
@@ -97,6 +97,15 @@ def walk(node) -> Iterator:
         current = stack.pop()
         yield current
         stack.extend(reversed(current.children))
+
+
+def writes(node) -> Iterator[tuple]:
+    """(expression, target) for every assignment and increment under ``node``."""
+    for found in walk(node):
+        if found.type == "assignment_expression":
+            yield found, found.child_by_field_name("left")
+        elif found.type == "update_expression":
+            yield found, found.child_by_field_name("argument")
 
 
 def ancestors(node) -> Iterator:
