@@ -4,20 +4,22 @@ loops move 16 bytes per access.
 The rewrite, for each kernel launched once from kl_launch:
 
 - every loop ``for (I j = START; j < BOUND; j += STRIDE)`` (or ``++j``) whose body reads or writes
-  ``p[OFF + j]`` / ``*(p + OFF + j)`` becomes a loop over ``V``-element chunks: the reads are
-  16-byte loads before an inner ``for (kl_v ...)`` over the chunk's lanes, which runs the original
-  body with ``j = j0 + kl_v``; the writes are 16-byte stores after it. ``V = 16 / element size``.
+  ``p[OFF + j]`` / ``*(p + OFF + j)`` becomes a loop over ``V``-element chunks (``kl_j0``): the
+  reads are 16-byte loads before an inner loop over the chunk's lanes, which runs the original
+  body with ``j = kl_j0 + kl_lane``; the writes are 16-byte stores after it. ``V = 16 / the
+  widest element size`` among the accesses (narrower elements move 8 or 4 bytes).
 - the copy is named ``<kernel>_vec``; the launch becomes ``if (ok) <kernel>_vec<<<...>>>(...) else
   <kernel><<<...>>>(...)`` with ``ok`` the conditions that make every chunk whole and aligned: the
   integer arguments that BOUND and every OFF are multiples of (divisibility is proved term by
   term through const locals) are multiples of V, and every vectorized pointer argument is 16-byte
   aligned. This is the shape the expert kernels have, so the fast-path removal undoes it.
 
-Only provable accesses are vectorized; a loop qualifies when its bound is provably a multiple of V,
-its body has no break/return/goto/__syncthreads and does not assign j, and every pointer it writes
-is written only through one vectorizable, unconditional store. Kernels whose launch passes the
-same pointer twice are skipped (a hoisted load could then read what a store has not yet written;
-distinct ABI buffers never alias). Whether the result is correct and faster is the gate's call.
+Only provable accesses are vectorized; a loop qualifies when its bound is provably a multiple of
+V, its body has no inner loop, no break/return/goto/__syncthreads and does not assign j, and
+every pointer it writes is written only through one vectorizable, unconditional store. Kernels
+whose launch passes the same buffer twice are skipped (a hoisted load could then read what a
+store has not yet written; distinct ABI buffers never alias). Whether the result is correct and
+faster is the gate's call.
 """
 
 from __future__ import annotations
@@ -101,9 +103,9 @@ def insert_vectorized_access(parsed: Parsed, params: dict) -> Inserted | None:
         name = function_name(function)
         launches = [c for c in calls(launcher) if callee_name(c) == name
                     and any(k.type == "kernel_call_syntax" for k in c.children)]
-        if len(launches) != 1 or _passes_a_pointer_twice(launches[0]):
-            continue
         kernel = _kernel(function)
+        if len(launches) != 1 or _passes_a_buffer_twice(launches[0], kernel):
+            continue
         clone = _vectorized_clone(parsed, kernel)
         if clone is None:
             continue
@@ -117,8 +119,10 @@ def insert_vectorized_access(parsed: Parsed, params: dict) -> Inserted | None:
                                                                       "lanes": widths})
 
 
-def _passes_a_pointer_twice(launch) -> bool:
-    buffers = [_uncast(a).text for a in launch.child_by_field_name("arguments").named_children]
+def _passes_a_buffer_twice(launch, kernel: _Kernel) -> bool:
+    arguments = launch.child_by_field_name("arguments").named_children
+    buffers = [_uncast(a).text for a, (_, kind) in zip(arguments, kernel.params, strict=False)
+               if kind.startswith("ptr:")]
     return len(buffers) != len(set(buffers))
 
 
