@@ -9,6 +9,7 @@ survives (timeout, retries used up on 429/5xx), recorded as a failed proposal, a
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import re
 from dataclasses import dataclass
@@ -20,12 +21,12 @@ from klineage.editors._extract import Extracted, extract_answer, extract_json
 from klineage.editors._prices import call_cost, price_for
 from klineage.editors._prompts import PROMPT_VERSION, kernel_fields, render, safe_detect
 from klineage.editors.base import Answer, EditContext, Proposal, Usage
-from klineage.errors import BrainError
+from klineage.errors import BrainError, ConfigError
 from klineage.source import CATALOGUE, Edit, Site
 from klineage.workload import KernelState
 
 __all__ = ["CallFailed", "ChatClient", "ChatReply", "ChatRequest", "LLMEditor", "map_sdk_error",
-           "proposal_from", "redact"]
+           "proposal_from", "redact", "sdk_and_key"]
 
 
 class CallFailed(Exception):
@@ -242,6 +243,23 @@ def redact(text: str) -> str:
         if key and len(key) >= 4:
             text = text.replace(key, "***")
     return text
+
+
+def sdk_and_key(provider: str, api: ApiConfig, key_hint: str) -> tuple[Any, str]:
+    """The provider's official SDK module and the API key to call it with (a server at
+    ``base_url`` may need none); a clear error for a missing SDK, key or model."""
+    try:
+        sdk = importlib.import_module(provider)
+    except ImportError as exc:
+        raise ConfigError(f"the {provider} brain needs the {provider} SDK: "
+                          "pip install 'klineage[llm]'") from exc
+    key = settings.api_key(provider) or ("not-needed" if api.base_url else None)
+    if key is None:
+        raise ConfigError(f"the {provider} brain needs {key_hint}")
+    if not api.model:
+        raise ConfigError(f"the {provider} brain has no model: set brains.{provider}.model or "
+                          f"KLINEAGE_{provider.upper()}_MODEL")
+    return sdk, key
 
 
 def map_sdk_error(exc: Exception, sdk: Any, api: ApiConfig, where: str) -> Exception:

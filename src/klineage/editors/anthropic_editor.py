@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import inspect
 
-from klineage import settings
 from klineage.config import ApiConfig
-from klineage.editors._llm import CallFailed, ChatReply, ChatRequest, map_sdk_error
-from klineage.errors import ConfigError
+from klineage.editors._llm import CallFailed, ChatReply, ChatRequest, map_sdk_error, sdk_and_key
 
 __all__ = ["AnthropicClient"]
 
@@ -20,17 +18,7 @@ class AnthropicClient:
     provider = "anthropic"
 
     def __init__(self, api: ApiConfig):
-        try:
-            import anthropic
-        except ImportError as exc:
-            raise ConfigError("the anthropic brain needs the anthropic SDK: "
-                              "pip install 'klineage[llm]'") from exc
-        key = settings.api_key("anthropic") or ("not-needed" if api.base_url else None)
-        if key is None:
-            raise ConfigError("the anthropic brain needs ANTHROPIC_API_KEY")
-        if not api.model:
-            raise ConfigError("the anthropic brain has no model: set brains.anthropic.model or "
-                              "KLINEAGE_ANTHROPIC_MODEL")
+        anthropic, key = sdk_and_key("anthropic", api, "ANTHROPIC_API_KEY")
         self.api, self._errors = api, anthropic
         self._sdk = anthropic.Anthropic(api_key=key, base_url=api.base_url, timeout=api.timeout_s,
                                         max_retries=api.retries)

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from klineage import settings
 from klineage.config import ApiConfig
-from klineage.editors._llm import CallFailed, ChatReply, ChatRequest, map_sdk_error
-from klineage.errors import ConfigError
+from klineage.editors._llm import CallFailed, ChatReply, ChatRequest, map_sdk_error, sdk_and_key
 
 __all__ = ["OpenAIClient"]
 
@@ -21,17 +19,8 @@ class OpenAIClient:
     provider = "openai"
 
     def __init__(self, api: ApiConfig):
-        try:
-            import openai
-        except ImportError as exc:
-            raise ConfigError("the openai brain needs the openai SDK: pip install 'klineage[llm]'") from exc
-        key = settings.api_key("openai") or ("not-needed" if api.base_url else None)
-        if key is None:
-            raise ConfigError("the openai brain needs OPENAI_API_KEY, or brains.openai.base_url "
-                              "(OPENAI_BASE_URL) pointing at a local server")
-        if not api.model:
-            raise ConfigError("the openai brain has no model: set brains.openai.model or "
-                              "KLINEAGE_OPENAI_MODEL")
+        openai, key = sdk_and_key("openai", api, "OPENAI_API_KEY, or brains.openai.base_url "
+                                                 "(OPENAI_BASE_URL) pointing at a local server")
         self.api, self._errors = api, openai
         self._sdk = openai.OpenAI(api_key=key, base_url=api.base_url, timeout=api.timeout_s,
                                   max_retries=api.retries)
