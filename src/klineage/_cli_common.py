@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -12,7 +13,8 @@ from rich.text import Text
 
 from klineage.errors import KlineageError
 
-__all__ = ["JsonOpt", "QuickOpt", "console", "err_console", "new_app", "user_errors"]
+__all__ = ["JsonOpt", "QuickOpt", "RunsOpt", "ThreadsOpt", "console", "err_console", "new_app",
+           "user_errors"]
 
 console = Console()
 err_console = Console(stderr=True)
@@ -20,6 +22,8 @@ err_console = Console(stderr=True)
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 QuickOpt = Annotated[bool, typer.Option(
     "--quick", help="Benchmark at the workloads' smaller quick_axes sizes (smoke runs, the demo).")]
+RunsOpt = Annotated[Path, typer.Option(help="Where run folders go.")]
+ThreadsOpt = Annotated[int | None, typer.Option(min=1, help="CPU threads to time with.")]
 
 
 def new_app(name: str, help: str) -> typer.Typer:

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from klineage import __version__
-from klineage._cli_common import JsonOpt, QuickOpt, console, err_console, new_app
+from klineage._cli_common import JsonOpt, QuickOpt, RunsOpt, ThreadsOpt, console, err_console, new_app
 from klineage._render import doctor_table, gate_summary_table, stage_table, verdict_style
 from klineage.editors.cli import BudgetOpt, ConfigOpt, RecordOpt, ReplayOpt, brain_settings
 from klineage.errors import ConfigError, KlineageError
@@ -52,7 +52,7 @@ def gate(
              "Omit to gate every variant.")] = None,
     against: Annotated[str | None, typer.Option(
         help="Baseline kernel: accept only if faster by the paired comparison.")] = None,
-    threads: Annotated[int | None, typer.Option(min=1, help="CPU threads to time with.")] = None,
+    threads: ThreadsOpt = None,
     timeout: Annotated[float, typer.Option(
         min=1, help="Seconds without progress before a candidate counts as hung.")] = 60.0,
     memory: Annotated[str, typer.Option(help="Worker memory cap where enforceable.")] = "8G",
@@ -129,13 +129,13 @@ def mine(
         help="Who proposes edits: rules|openai|anthropic|agent|replay (default: klineage.toml, "
              "KLINEAGE_BRAIN, else rules).")] = None,
     library: Annotated[Path | None, typer.Option(help="Skill library to add the cards to.")] = None,
-    runs: Annotated[Path, typer.Option(help="Where run folders go.")] = Path("runs"),
+    runs: RunsOpt = Path("runs"),
     resume: Annotated[Path | None, typer.Option(help="Continue this interrupted run.")] = None,
     admit_on: Annotated[str | None, typer.Option(
         help="Comma-separated workload folders for admission (default: sibling workloads).")] = None,
     max_steps: Annotated[int, typer.Option(min=1)] = 30,
     max_rejections: Annotated[int, typer.Option(min=1)] = 40,
-    threads: Annotated[int | None, typer.Option(min=1, help="CPU threads to time with.")] = None,
+    threads: ThreadsOpt = None,
     budget: BudgetOpt = None,
     config: ConfigOpt = None,
     record: RecordOpt = None,

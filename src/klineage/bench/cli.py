@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from klineage._cli_common import JsonOpt, QuickOpt, console, user_errors
+from klineage._cli_common import JsonOpt, QuickOpt, RunsOpt, ThreadsOpt, console, user_errors
 
 __all__ = ["bench_command", "bench_tables"]
 
@@ -27,8 +27,8 @@ def bench_command(
     brain: Annotated[str, typer.Option(help="Who proposes edits.")] = "rules",
     start: Annotated[str, typer.Option(help="The start kernel variant.")] = "naive",
     seed: Annotated[int | None, typer.Option(help="Base seed (default: a fresh one).")] = None,
-    runs: Annotated[Path, typer.Option(help="Where run folders go.")] = Path("runs"),
-    threads: Annotated[int | None, typer.Option(min=1, help="CPU threads to time with.")] = None,
+    runs: RunsOpt = Path("runs"),
+    threads: ThreadsOpt = None,
     quick: QuickOpt = False,
     as_json: JsonOpt = False,
 ) -> None:

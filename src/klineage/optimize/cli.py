@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from klineage._cli_common import JsonOpt, QuickOpt, console, user_errors
+from klineage._cli_common import JsonOpt, QuickOpt, RunsOpt, ThreadsOpt, console, user_errors
 from klineage.errors import ConfigError
 
 __all__ = ["optimize_command", "retrieval_table"]
@@ -32,8 +32,8 @@ def optimize_command(
         min=0, help="Stop once the best kernel reaches this share of speed of light.")] = 0.9,
     explain: Annotated[bool, typer.Option(help="Show why each skill was chosen or skipped.")] = False,
     resume: Annotated[Path | None, typer.Option(help="Continue this interrupted run.")] = None,
-    runs: Annotated[Path, typer.Option(help="Where run folders go.")] = Path("runs"),
-    threads: Annotated[int | None, typer.Option(min=1, help="CPU threads to time with.")] = None,
+    runs: RunsOpt = Path("runs"),
+    threads: ThreadsOpt = None,
     quick: QuickOpt = False,
     as_json: JsonOpt = False,
 ) -> None:

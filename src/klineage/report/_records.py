@@ -13,6 +13,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from klineage.errors import ConfigError
+from klineage.runs.budget import Spent  # the producer's own record, validated as a dataclass
 
 __all__ = ["BenchRecord", "BenchResult", "CurvePoint", "OptimizeRecord", "OptimizeStep", "read_record"]
 
@@ -29,16 +30,6 @@ class CurvePoint(_Record):
     gate_runs: int = Field(ge=0)
     wall_s: float | None = None
     best_speedup: float
-
-
-class Spent(_Record):
-    gate_runs: int = 0
-    calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
-    usd: float = 0.0
-    wall_s: float = 0.0
 
 
 class OptimizeStep(_Record):
