@@ -12,7 +12,10 @@ CHEATS = Path(__file__).parent / "cheats"
 
 
 class _StandbyCpu(CpuBackend):
+    """The in-worker path (what CUDA uses until its runner exists), driven by gcc kernels."""
+
     standby_imports = ("json",)
+    sandboxed = False
 
 
 def _waiting_pids() -> set[int]:

@@ -7,6 +7,7 @@ cached too: the same sources and flags fail the same way.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -58,25 +59,35 @@ def cached_build(
     command_for: Callable[[Path], Sequence[str]],
     resources_from_log: Callable[[str], dict[str, Any]] | None = None,
     timeout: float = 300,
+    artifact_name: str = ARTIFACT_NAME,
 ) -> BuildResult:
-    """Build once per fingerprint. ``command_for(out_path)`` gives the compiler command."""
+    """Build once per fingerprint. ``command_for(out_path)`` gives the compiler command.
+
+    The artifact's sha256 is recorded at build time; whoever loads it later checks a private
+    copy against it (``gate.sandbox.private_copy``), so an entry changed afterwards is caught.
+    """
     final = cache_dir() / "build" / backend / fingerprint[:2] / fingerprint
     final.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(final) + ".lock"):
         if (final / "meta.json").is_file():
-            return _load(final, fingerprint)
+            cached = _load(final, fingerprint, artifact_name)
+            if cached is not None:
+                return cached
         started = time.perf_counter()
         scratch = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
         try:
-            command = [str(c) for c in command_for(scratch / ARTIFACT_NAME)]
+            artifact = scratch / artifact_name
+            command = [str(c) for c in command_for(artifact)]
             try:
                 proc = run_tool(command, timeout=timeout)
                 ok, log = proc.returncode == 0, (proc.stdout + proc.stderr).strip()
             except subprocess.TimeoutExpired:
                 ok, log = False, f"compiler timed out after {timeout:.0f} s"
             resources = resources_from_log(log) if (ok and resources_from_log) else {}
+            ok = ok and artifact.is_file()
             meta = {
-                "ok": ok and (scratch / ARTIFACT_NAME).is_file(),
+                "ok": ok,
+                "sha256": hashlib.sha256(artifact.read_bytes()).hexdigest() if ok else "",
                 "log": log,
                 "command": command,
                 "seconds": time.perf_counter() - started,
@@ -88,15 +99,20 @@ def cached_build(
             os.replace(scratch, final)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-        result = _load(final, fingerprint)
+        result = _load(final, fingerprint, artifact_name)
+        assert result is not None  # written just now, with its hash
         return BuildResult(**{**result.__dict__, "cached": False})
 
 
-def _load(folder: Path, fingerprint: str) -> BuildResult:
+def _load(folder: Path, fingerprint: str, artifact_name: str) -> BuildResult | None:
+    """The cached entry, or None for one written before artifacts carried their hash."""
     meta = json.loads((folder / "meta.json").read_text())
+    if meta["ok"] and not meta.get("sha256"):
+        return None
     return BuildResult(
         ok=meta["ok"],
-        artifact=folder / ARTIFACT_NAME if meta["ok"] else None,
+        artifact=folder / artifact_name if meta["ok"] else None,
+        artifact_sha256=meta.get("sha256", ""),
         log=meta["log"],
         command=tuple(meta["command"]),
         fingerprint=fingerprint,

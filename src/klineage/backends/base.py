@@ -34,6 +34,8 @@ class BuildResult:
     seconds: float = 0.0
     resources: dict[str, Any] = field(default_factory=dict)
     """Compiler resource report (CUDA: registers, spills, shared memory, stack)."""
+    artifact_sha256: str = ""
+    """The artifact's hash when it was built: what is loaded is checked against it."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -116,6 +118,10 @@ class Backend(Protocol):
     standby_imports: tuple[str, ...]
     """Modules a standby worker imports before its job arrives, while the previous candidate
     runs. Empty: no standby worker (where its start-up would steal CPU from a timed run)."""
+    sandboxed: bool
+    """True: kernels run in the native sandboxed runner (``gate/_runner.c``) and are judged
+    from outside it (``gate/_trusted.py``). False: the older in-worker path (``gate/worker.py``),
+    where checks run in the candidate's own process."""
 
     def unavailable_reason(self) -> str | None:
         """None when usable here, else one line saying why not."""
@@ -140,6 +146,9 @@ class Backend(Protocol):
 
     def worker_env(self, threads: int | None) -> dict[str, str]:
         """Environment variables the worker process needs (thread counts, ...)."""
+
+    def sandbox_env(self, threads: int | None) -> dict[str, str]:
+        """The whole environment of a sandboxed runner (nothing of ours is inherited)."""
 
     def address_space_limit_ok(self) -> bool:
         """Whether RLIMIT_AS can cap the worker (not with CUDA, which reserves huge ranges)."""

@@ -42,6 +42,7 @@ class CpuBackend:
     denied_symbols: ClassVar[dict[str, tuple[str, ...]]] = {}
     # A standby worker's start-up would run on the cores the timed kernel is using.
     standby_imports: ClassVar[tuple[str, ...]] = ()
+    sandboxed = True
 
     def unavailable_reason(self) -> str | None:
         try:
@@ -85,6 +86,12 @@ class CpuBackend:
         # The reference's BLAS gets the same count, so it never competes with the kernel.
         # No OMP_PROC_BIND: on shared 2-vCPU machines pinning was measured to halve throughput.
         return {"OMP_NUM_THREADS": count, "OPENBLAS_NUM_THREADS": count, "MKL_NUM_THREADS": count}
+
+    def sandbox_env(self, threads: int | None) -> dict[str, str]:
+        # Passive OpenMP threads sleep as soon as a region ends, so a process that still burns
+        # CPU after its call returned is doing work outside the timed call.
+        return {"OMP_NUM_THREADS": str(threads or 1), "OMP_WAIT_POLICY": "PASSIVE",
+                "PATH": "/usr/bin:/bin", "LC_ALL": "C"}
 
     def address_space_limit_ok(self) -> bool:
         return True

@@ -59,6 +59,10 @@ class CudaBackend:
     # while the previous candidate is timed on the device. The CUDA context is created only after
     # the job arrives, inside the timing lock.
     standby_imports = ("torch",)
+    sandboxed = False  # the CUDA runner is not written yet: checks run in the worker
+
+    def sandbox_env(self, threads: int | None) -> dict[str, str]:
+        return {}
 
     def unavailable_reason(self) -> str | None:
         if not _runs(settings.nvcc()):

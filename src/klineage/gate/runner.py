@@ -15,6 +15,7 @@ from filelock import FileLock
 from klineage import __version__, settings
 from klineage.backends import Backend, BuildResult, backend_for
 from klineage.errors import BackendUnavailableError, ConfigError, WorkerError, WorkloadError
+from klineage.gate._trusted import run_sandboxed
 from klineage.gate.isolation import Limits, run_worker
 from klineage.gate.report import Comparison, GateReport, StageResult, TimingStats, Verdict
 from klineage.gate.sol import speed_of_light, too_fast
@@ -162,7 +163,10 @@ class _Run:
                        "seed": self.seeds[-1]},
         }
 
-    def _call_worker(self, job: dict[str, Any]) -> dict[str, Any] | None:
+    def _call_worker(self, job: dict[str, Any],
+                     builds: list[tuple[BuildResult, KernelSpec]]) -> dict[str, Any] | None:
+        if self.backend.sandboxed:
+            return self._call_sandbox(job, builds)
         limits = self.options.limits
         if not self.backend.address_space_limit_ok():
             limits = replace(limits, memory_bytes=None)
@@ -185,14 +189,27 @@ class _Run:
             raise kind(error["message"])
         return outcome.result
 
+    def _call_sandbox(self, job: dict[str, Any],
+                      builds: list[tuple[BuildResult, KernelSpec]]) -> dict[str, Any]:
+        """The kernels run in sandboxed runners; checks and timing are decided here."""
+        limits = self.options.limits
+        lock = settings.cache_dir() / "locks" / f"{self.backend.device_key()}.lock"
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(lock)):
+            return run_sandboxed(self.workload, job, [(b, k.entry) for b, k in builds],
+                                 self.backend.sandbox_env(self.threads), limits.stall_s,
+                                 limits.memory_bytes, self.progress)
+
     def _worker(self, build: BuildResult) -> bool:
         started = time.perf_counter()
-        result = self._call_worker(self._job("gate", [(build, self.kernel)]))
+        builds = [(build, self.kernel)]
+        result = self._call_worker(self._job("gate", builds), builds)
         checks = (result or {}).get("checks", 0)
         if result is None or result["outcome"] != "ok":
             if result is not None:
                 verdict = {"incorrect": Verdict.INCORRECT, "crashed": Verdict.CRASHED,
-                           "rejected_cheat": Verdict.REJECTED_CHEAT}[result["outcome"]]
+                           "rejected_cheat": Verdict.REJECTED_CHEAT,
+                           "timeout": Verdict.TIMEOUT}[result["outcome"]]
                 self._fail(verdict, result["reason"])
             stage = "correctness" if not self.report.reason.startswith("timed") else "profile"
             self._stage(stage, False, started, self.report.reason, checks=checks)
@@ -248,8 +265,8 @@ def _paired(run: _Run, build: BuildResult, baseline: KernelSpec) -> Comparison:
     if not base_build.ok:
         raise ConfigError(f"baseline kernel {baseline.name!r} does not compile:\n"
                           f"{_compiler_errors(base_build.log)}")
-    job = run._job("compare", [(base_build, baseline), (build, run.kernel)])
-    result = run._call_worker(job)
+    builds = [(base_build, baseline), (build, run.kernel)]
+    result = run._call_worker(run._job("compare", builds), builds)
     if result is None or result["outcome"] != "ok":
         reason = run.report.reason if result is None else result["reason"]
         raise WorkerError(f"the paired comparison failed after both kernels passed: {reason}")

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["paired_decision", "summarize_trials"]
+__all__ = ["comparison_record", "paired_decision", "summarize_trials"]
 
 _BOOTSTRAP = 2000
 
@@ -41,3 +41,13 @@ def paired_decision(
     low, high = np.quantile(resampled, [tail, 1.0 - tail])
     decision = "faster" if high < 0 else "slower" if low > 0 else "same"
     return float(np.exp(np.median(logs))), float(np.exp(low)), float(np.exp(high)), decision
+
+
+def comparison_record(times_a: Sequence[float], times_b: Sequence[float], seed: int) -> dict[str, float | int | str]:
+    """What a paired comparison reports: the decision and each side's centre and spread."""
+    ratio, low, high, decision = paired_decision(times_a, times_b, seed=seed)
+    return {"ratio": ratio, "ci_low": low, "ci_high": high, "pairs": len(times_a),
+            "decision": decision, "baseline_median_s": summarize_trials([times_a])[0],
+            "candidate_median_s": summarize_trials([times_b])[0],
+            "baseline_spread": float(np.std(np.log(times_a))),
+            "candidate_spread": float(np.std(np.log(times_b)))}

@@ -18,12 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from klineage.backends import get_backend
 from klineage.errors import KlineageError
 from klineage.gate import _checks
-from klineage.gate.stats import paired_decision, summarize_trials
+from klineage.gate.stats import comparison_record
 
 __all__ = ["main"]
 
@@ -83,18 +81,7 @@ def _compare(session: _checks.Session, a: Any, b: Any, timing: dict[str, Any]) -
     pairs = session.paired_times(a, b, timing)
     if isinstance(pairs, tuple) and isinstance(pairs[0], str):
         return {"outcome": pairs[0], "reason": pairs[1]}
-    times_a, times_b = pairs
-    ratio, low, high, decision = paired_decision(times_a, times_b, seed=int(timing.get("seed", 0)))
-    center_a, _, _ = summarize_trials([times_a])
-    center_b, _, _ = summarize_trials([times_b])
-    return {
-        "outcome": "ok",
-        "comparison": {"ratio": ratio, "ci_low": low, "ci_high": high, "pairs": len(times_a),
-                       "decision": decision, "baseline_median_s": center_a,
-                       "candidate_median_s": center_b,
-                       "baseline_spread": float(np.std(np.log(times_a))),
-                       "candidate_spread": float(np.std(np.log(times_b)))},
-    }
+    return {"outcome": "ok", "comparison": comparison_record(*pairs, seed=int(timing.get("seed", 0)))}
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@ import numpy as np
 from klineage.workload.dtypes import dtype_info
 from klineage.workload.model import TensorSpec, Workload
 
-__all__ = ["allocate_outputs", "check_init", "generate_array", "generate_inputs", "parse_init",
-           "poison_value"]
+__all__ = ["allocate_outputs", "check_init", "draw_values", "generate_array", "generate_inputs",
+           "parse_init", "poison_value"]
 
 _INTEGER_RANGE = {"int8": (-100, 100), "int32": (-1000, 1000), "int64": (-1000, 1000), "uint8": (0, 256)}
 
@@ -58,6 +58,14 @@ def parse_init(init: str, dtype: str) -> tuple[str, tuple[float, ...]]:
 def generate_array(spec: TensorSpec, dims: tuple[int, ...], seed: int, index: int) -> np.ndarray:
     """One input on the host; the same (seed, index, dims) always gives the same values."""
     rng = np.random.default_rng([seed, index])  # each input draws its own stream
+    array = draw_values(spec, dims, rng)
+    if array.size and not array.any():  # tiny tensors can draw all zeros: never hand those out
+        array.reshape(-1)[0] = 1
+    return array
+
+
+def draw_values(spec: TensorSpec, dims: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """Values of an input's declared distribution and dtype, from ``rng``."""
     kind, args = parse_init(spec.init, spec.dtype)
     if kind == "normal":
         values = rng.standard_normal(dims)
@@ -67,10 +75,7 @@ def generate_array(spec: TensorSpec, dims: tuple[int, ...], seed: int, index: in
         values = rng.integers(int(args[0]), int(args[1]), dims)
     else:
         values = rng.random(dims) < 0.5
-    array = np.ascontiguousarray(values.astype(dtype_info(spec.dtype).numpy))
-    if array.size and not array.any():  # tiny tensors can draw all zeros: never hand those out
-        array.reshape(-1)[0] = 1
-    return array
+    return np.ascontiguousarray(values.astype(dtype_info(spec.dtype).numpy))
 
 
 def generate_inputs(workload: Workload, axes: dict[str, int], seed: int) -> dict[str, np.ndarray]:

@@ -1,0 +1,399 @@
+/* klineage's candidate runner: the only process that ever loads a candidate kernel.
+ *
+ * Everything here runs in the untrusted process, so nothing it reports is believed on its own:
+ * the trusted side (gate/sandbox.py) reads the outputs from shared memory, compares them with the
+ * reference itself, and checks every reported time against its own clock. This program's job is
+ * to keep the candidate's address space small (libc, libm, OpenMP, libstdc++, the kernel) and to
+ * box it in before any candidate code runs:
+ *   - inputs are mapped from a read-only descriptor (no write, and no mprotect can add one);
+ *   - all other descriptors are closed; root drops to nobody; no new privileges;
+ *   - a seccomp filter, in two steps: while the kernel is loaded (its constructors run here)
+ *     only read-only opens; after that no opens at all, no new executable memory, no signal
+ *     handlers, clone only for threads, no processes, sockets or ptrace. A forbidden call traps
+ *     (SIGSYS), which is reported with its number and ends the process.
+ *
+ * Descriptors: 0 /dev/null, 1 and 2 the log; argv: KERNEL ENTRY IN_BYTES OUT_BYTES CMD_FD REPLY_FD
+ * IN_FD OUT_FD (commands in, replies out, the inputs' read-only descriptor, the outputs').
+ * Commands (one line each) and replies:
+ *   C nin nout naxes nparams in_off... out_off... axes... params(%a)...  ->  R rc ns
+ *   P offset length prot(0|3)                                            ->  K
+ *   D ... (the same as C without calling: the protocol's own overhead)   ->  R 0 ns
+ *   Q                                                                     ->  (exit 0)
+ * On start: "READY in_base out_base" (addresses, to name what a fault hit) or "E message". A fatal signal: "S signo address syscall peak_rss_kib".
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static int CMD_FD, REPLY_FD, IN_FD, OUT_FD; /* given on the command line */
+#define MAX_ARGS 64
+#define NOBODY 65534
+
+#if defined(__x86_64__)
+#define KL_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define KL_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#else
+#error "the runner knows the system calls of x86-64 and aarch64 only"
+#endif
+
+typedef int (*launch_fn)(const void* const*, void* const*, const int64_t*, const double*, void*);
+
+static void say(const char* text) {
+    size_t n = strlen(text);
+    while (n > 0) {
+        ssize_t w = write(REPLY_FD, text, n);
+        if (w <= 0) _exit(3);
+        text += w;
+        n -= (size_t)w;
+    }
+}
+
+static void fail(const char* what, const char* detail) {
+    char line[512];
+    snprintf(line, sizeof line, "E %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+    for (char* c = line; c[1]; c++)
+        if (*c == '\n') *c = ' ';
+    say(line);
+    _exit(3);
+}
+
+/* -- fatal signals ------------------------------------------------------------------------- */
+static void on_fatal(int signo, siginfo_t* info, void* context) {
+    (void)context;
+    char line[96];
+    int nr = -1;
+#ifdef SIGSYS
+    if (signo == SIGSYS) nr = info->si_syscall;
+#endif
+    struct rusage usage;
+    long peak_kib = getrusage(RUSAGE_SELF, &usage) == 0 ? usage.ru_maxrss : -1;
+    int n = snprintf(line, sizeof line, "S %d %p %d %ld\n", signo, info->si_addr, nr, peak_kib);
+    if (n > 0) (void)!write(REPLY_FD, line, (size_t)n);
+    _exit(128 + signo);
+}
+
+static void catch_fatal_signals(void) {
+    static char alt[1 << 16];
+    stack_t stack = {.ss_sp = alt, .ss_size = sizeof alt};
+    sigaltstack(&stack, NULL);
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = on_fatal;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigfillset(&action.sa_mask);
+    int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGSYS, SIGABRT, SIGTRAP, SIGXCPU, SIGXFSZ};
+    for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) sigaction(fatal[i], &action, NULL);
+}
+
+/* -- seccomp ------------------------------------------------------------------------------- */
+struct filter {
+    struct sock_filter code[512];
+    unsigned short n;
+};
+
+static void emit(struct filter* f, struct sock_filter insn) {
+    if (f->n >= sizeof f->code / sizeof f->code[0]) fail("seccomp", "filter too long");
+    f->code[f->n++] = insn;
+}
+
+#define ARG_LO(k) (offsetof(struct seccomp_data, args) + 8 * (k))
+
+static void load_nr(struct filter* f) {
+    emit(f, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+}
+
+/* nr -> action */
+static void rule(struct filter* f, long nr, uint32_t action) {
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, 1));
+    emit(f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, action));
+}
+
+/* nr -> (arg k & mask) in values ? pass : otherwise; the accumulator is nr again afterwards. */
+static void rule_arg(struct filter* f, long nr, int k, uint32_t mask, const uint32_t* values, int count,
+                     uint32_t pass, uint32_t otherwise) {
+    int body = 2 + count + 2; /* load, and, compares, two returns */
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, (uint8_t)body));
+    emit(f, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(k)));
+    emit(f, (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, mask));
+    for (int i = 0; i < count; i++) /* equal: jump to the pass return */
+        emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, values[i],
+                                             (uint8_t)(count - i), 0));
+    emit(f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, otherwise));
+    emit(f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, pass));
+}
+
+static void header(struct filter* f) {
+    emit(f, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, KL_AUDIT_ARCH, 1, 0));
+    emit(f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+    load_nr(f);
+#if defined(__x86_64__)
+    /* x32 system calls alias the 64-bit ones with a high bit set: none are legitimate here. */
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1));
+    emit(f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+#endif
+}
+
+#define ALLOW SECCOMP_RET_ALLOW
+#define TRAP SECCOMP_RET_TRAP
+#define ERR(e) (SECCOMP_RET_ERRNO | (e))
+
+/* What any kernel may do at any time: memory, threads, time, futexes, exiting. */
+static void common_rules(struct filter* f) {
+    static const long allowed[] = {
+        SYS_munmap, SYS_mremap, SYS_brk, SYS_madvise, SYS_futex, SYS_set_robust_list,
+        SYS_get_robust_list, SYS_sched_yield, SYS_sched_getaffinity, SYS_getcpu, SYS_nanosleep,
+        SYS_clock_nanosleep, SYS_clock_gettime, SYS_clock_getres, SYS_gettimeofday, SYS_getpid,
+        SYS_gettid, SYS_getppid, SYS_getuid, SYS_geteuid, SYS_getgid, SYS_getegid, SYS_getrusage,
+        SYS_times, SYS_sysinfo, SYS_uname, SYS_exit, SYS_exit_group, SYS_rt_sigreturn,
+        SYS_rt_sigprocmask, SYS_sigaltstack, SYS_restart_syscall, SYS_close, SYS_fstat,
+        SYS_newfstatat, SYS_lseek, SYS_getrandom, SYS_sched_getparam, SYS_sched_getscheduler,
+        SYS_membarrier, SYS_seccomp, /* a filter added by the kernel can only restrict it further */
+#ifdef SYS_rseq
+        SYS_rseq,
+#endif
+#ifdef SYS_futex_waitv
+        SYS_futex_waitv,
+#endif
+#ifdef SYS_time
+        SYS_time,
+#endif
+#ifdef SYS_getrlimit
+        SYS_getrlimit,
+#endif
+    };
+    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++) rule(f, allowed[i], ALLOW);
+    uint32_t thread = CLONE_THREAD, zero = 0;
+    rule_arg(f, SYS_clone, 0, CLONE_THREAD, &thread, 1, ALLOW, TRAP); /* threads, never processes */
+    rule(f, SYS_clone3, ERR(ENOSYS));                                  /* glibc falls back to clone */
+    uint32_t self = (uint32_t)getpid();
+    rule_arg(f, SYS_tgkill, 0, 0xffffffffu, &self, 1, ALLOW, TRAP); /* abort() signals itself */
+    rule_arg(f, SYS_prlimit64, 2, 0xffffffffu, &zero, 1, ALLOW, TRAP); /* read a limit, never set */
+    rule(f, SYS_sched_setaffinity, ERR(EPERM));                        /* stays on its cores */
+    uint32_t logs[] = {1, 2};
+    rule_arg(f, SYS_writev, 0, 0xffffffffu, logs, 2, ALLOW, TRAP);
+    rule_arg(f, SYS_ioctl, 0, 0xffffffffu, logs, 2, ALLOW, TRAP); /* isatty() on the log */
+}
+
+static void install(struct filter* f) {
+    struct sock_fprog program = {.len = f->n, .filter = f->code};
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) != 0)
+        fail("seccomp filter refused", strerror(errno));
+}
+
+/* While the kernel loads: read-only opens, and the mappings the dynamic loader makes. */
+static void filter_for_loading(void) {
+    static struct filter f;
+    header(&f);
+    common_rules(&f);
+    uint32_t read_only = 0;
+    uint32_t write_bits = O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND;
+#ifdef SYS_open
+    rule_arg(&f, SYS_open, 1, write_bits, &read_only, 1, ALLOW, ERR(EACCES));
+#endif
+    rule_arg(&f, SYS_openat, 2, write_bits, &read_only, 1, ALLOW, ERR(EACCES));
+#ifdef SYS_openat2
+    rule(&f, SYS_openat2, ERR(ENOSYS));
+#endif
+    uint32_t outputs[] = {1, 2, (uint32_t)REPLY_FD};
+    rule_arg(&f, SYS_write, 0, 0xffffffffu, outputs, 3, ALLOW, TRAP);
+    static const long loader[] = {SYS_read, SYS_pread64, SYS_mmap, SYS_mprotect,
+#ifdef SYS_access
+                                  SYS_access,
+#endif
+#ifdef SYS_readlink
+                                  SYS_readlink,
+#endif
+                                  SYS_faccessat, SYS_readlinkat, SYS_statfs, SYS_fstatfs};
+    for (size_t i = 0; i < sizeof loader / sizeof loader[0]; i++) rule(&f, loader[i], ALLOW);
+    emit(&f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, TRAP));
+    install(&f);
+}
+
+/* From the first call on: no opens at all, no new executable memory, fixed descriptors. */
+static void filter_for_running(void) {
+    static struct filter f;
+    header(&f);
+    common_rules(&f);
+#ifdef SYS_open
+    rule(&f, SYS_open, ERR(EACCES));
+#endif
+    rule(&f, SYS_openat, ERR(EACCES));
+    uint32_t commands = (uint32_t)CMD_FD, zero = 0;
+    uint32_t outputs[] = {1, 2, (uint32_t)REPLY_FD};
+    rule_arg(&f, SYS_read, 0, 0xffffffffu, &commands, 1, ALLOW, TRAP);
+    rule_arg(&f, SYS_write, 0, 0xffffffffu, outputs, 3, ALLOW, TRAP);
+    rule_arg(&f, SYS_mmap, 2, PROT_EXEC, &zero, 1, ALLOW, TRAP);
+    rule_arg(&f, SYS_mprotect, 2, PROT_EXEC, &zero, 1, ALLOW, TRAP);
+    emit(&f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, TRAP));
+    install(&f);
+}
+
+/* -- setup --------------------------------------------------------------------------------- */
+static char* map_arena(int fd, size_t bytes, int prot) {
+    if (bytes == 0) return NULL;
+    void* base = mmap(NULL, bytes, prot, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) fail("cannot map a shared buffer", strerror(errno));
+    return base;
+}
+
+static void drop_privileges(void) {
+    if (geteuid() == 0) {
+        if (setgroups(0, NULL) != 0 || setgid(NOBODY) != 0 || setuid(NOBODY) != 0)
+            fail("cannot drop root", strerror(errno));
+    }
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", strerror(errno));
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    struct rlimit none = {0, 0};
+    setrlimit(RLIMIT_CORE, &none);
+}
+
+static void* nothing(void* arg) { return arg; }
+
+/* glibc installs its cancellation handler when the first thread is made: make one now, before
+ * the filters, so that no signal handler is ever installed once candidate code can run. */
+static void start_threading(void) {
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, nothing, NULL) != 0 || pthread_join(thread, NULL) != 0)
+        fail("cannot start a thread", NULL);
+}
+
+static void close_other_descriptors(void) {
+    for (int fd = 3; fd < 1024; fd++)
+        if (fd != CMD_FD && fd != REPLY_FD) close(fd);
+}
+
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* -- commands ------------------------------------------------------------------------------ */
+static char* in_base;
+static char* out_base;
+static size_t in_bytes, out_bytes;
+
+static int read_line(char* line, size_t size) {
+    static char pending[1 << 16];
+    static size_t have = 0;
+    for (;;) {
+        char* end = memchr(pending, '\n', have);
+        if (end) {
+            size_t n = (size_t)(end - pending);
+            if (n + 1 > size) fail("command too long", NULL);
+            memcpy(line, pending, n);
+            line[n] = '\0';
+            have -= n + 1;
+            memmove(pending, end + 1, have);
+            return 1;
+        }
+        if (have == sizeof pending) fail("command too long", NULL);
+        ssize_t got = read(CMD_FD, pending + have, sizeof pending - have);
+        if (got <= 0) return 0;
+        have += (size_t)got;
+    }
+}
+
+static void* arena_pointer(char* base, size_t bytes, const char* text) {
+    unsigned long long offset = strtoull(text, NULL, 10);
+    if (base == NULL || offset > bytes) fail("offset outside the shared buffers", text);
+    return base + offset;
+}
+
+/* 'C' calls the kernel; 'D' (dry) does everything else a call does, so the trusted side can
+ * measure the protocol's own overhead on the same path. */
+static void run_call(launch_fn launch, char* line) {
+    int dry = line[0] == 'D';
+    char* words[4 + 4 * MAX_ARGS];
+    int count = 0;
+    for (char* word = strtok(line + 1, " "); word && count < (int)(sizeof words / sizeof words[0]);
+         word = strtok(NULL, " "))
+        words[count++] = word;
+    if (count < 4) fail("bad call command", NULL);
+    int nin = atoi(words[0]), nout = atoi(words[1]), naxes = atoi(words[2]), nparams = atoi(words[3]);
+    if (nin < 0 || nout < 0 || naxes < 0 || nparams < 0 || nin > MAX_ARGS || nout > MAX_ARGS ||
+        naxes > MAX_ARGS || nparams > MAX_ARGS || count != 4 + nin + nout + naxes + nparams)
+        fail("bad call command", NULL);
+    const void* ins[MAX_ARGS + 1];
+    void* outs[MAX_ARGS + 1];
+    int64_t axes[MAX_ARGS + 1];
+    double params[MAX_ARGS + 1];
+    int at = 4;
+    for (int i = 0; i < nin; i++) ins[i] = arena_pointer(in_base, in_bytes, words[at++]);
+    for (int i = 0; i < nout; i++) outs[i] = arena_pointer(out_base, out_bytes, words[at++]);
+    for (int i = 0; i < naxes; i++) axes[i] = strtoll(words[at++], NULL, 10);
+    for (int i = 0; i < nparams; i++) params[i] = strtod(words[at++], NULL);
+    int64_t start = now_ns();
+    int rc = dry ? 0 : launch(ins, outs, axes, params, NULL);
+    int64_t elapsed = now_ns() - start;
+    char reply[64];
+    snprintf(reply, sizeof reply, "R %d %lld\n", rc, (long long)elapsed);
+    say(reply);
+}
+
+static void protect(char* line) {
+    unsigned long long offset = 0, length = 0;
+    int prot = 0;
+    if (sscanf(line + 1, "%llu %llu %d", &offset, &length, &prot) != 3 || offset + length > out_bytes)
+        fail("bad protect command", NULL);
+    if (length && mprotect(out_base + offset, length, prot ? PROT_READ | PROT_WRITE : PROT_NONE) != 0)
+        fail("mprotect", strerror(errno));
+    say("K\n");
+}
+
+int main(int argc, char** argv) {
+    REPLY_FD = argc == 9 ? atoi(argv[6]) : 2;
+    if (argc != 9) fail("usage", "kl_runner KERNEL ENTRY IN_BYTES OUT_BYTES CMD REPLY IN OUT");
+    CMD_FD = atoi(argv[5]);
+    IN_FD = atoi(argv[7]);
+    OUT_FD = atoi(argv[8]);
+    in_bytes = strtoull(argv[3], NULL, 10);
+    out_bytes = strtoull(argv[4], NULL, 10);
+    in_base = map_arena(IN_FD, in_bytes, PROT_READ);
+    out_base = map_arena(OUT_FD, out_bytes, PROT_READ | PROT_WRITE);
+    close_other_descriptors();
+    drop_privileges();
+    catch_fatal_signals();
+    start_threading();
+    filter_for_loading();
+    void* library = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    if (!library) fail("cannot load the kernel", dlerror());
+    launch_fn launch = (launch_fn)dlsym(library, argv[2]);
+    if (!launch) fail("the kernel does not define its entry point", argv[2]);
+    filter_for_running();
+    char ready[96];
+    snprintf(ready, sizeof ready, "READY %p %p\n", (void*)in_base, (void*)out_base);
+    say(ready);
+    char line[16384];
+    while (read_line(line, sizeof line)) {
+        switch (line[0]) {
+            case 'C':
+            case 'D': run_call(launch, line); break;
+            case 'P': protect(line); break;
+            case 'Q': return 0;
+            default: fail("unknown command", line);
+        }
+    }
+    return 0;
+}

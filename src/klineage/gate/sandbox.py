@@ -1,0 +1,347 @@
+"""The trust boundary: candidate kernels run only in ``_runner.c``'s process, never in ours.
+
+This module is the trusted side of it. ``Arena`` is shared memory the trusted side writes and
+reads with numpy (a memfd; the candidate maps the input arena from a read-only descriptor, so
+no call it makes can write an input). ``Candidate`` is one sandboxed runner process holding one
+kernel: it runs a call when told and answers with a return code and its own clock's reading,
+which is only believed after it is checked against ours (``call`` returns both, plus the CPU
+time the process used, read from outside it).
+
+What a candidate says can make a verdict fail, never pass: its replies name crashes and give
+times; outputs are read here, from the arena, and judged by ``gate._trusted``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import mmap
+import os
+import resource
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from klineage import settings
+from klineage.backends._build_cache import cached_build
+from klineage.errors import ToolchainError, WorkerError
+
+__all__ = ["PAGE", "Arena", "Candidate", "CandidateFailed", "CallResult", "runner_binary"]
+
+PAGE = mmap.PAGESIZE
+_RUNNER_SOURCE = Path(__file__).with_name("_runner.c")
+_NOBODY = 65534
+_SYSCALL_NAMES_X86_64 = {
+    0: "read", 1: "write", 2: "open", 9: "mmap", 10: "mprotect", 13: "rt_sigaction",
+    16: "ioctl", 20: "writev", 21: "access", 41: "socket", 42: "connect", 49: "bind",
+    56: "clone", 57: "fork", 58: "vfork", 59: "execve", 62: "kill", 82: "rename", 83: "mkdir",
+    87: "unlink", 101: "ptrace", 157: "prctl", 257: "openat", 310: "process_vm_readv",
+    311: "process_vm_writev", 317: "seccomp", 319: "memfd_create", 322: "execveat",
+    435: "clone3", 437: "openat2",
+}
+
+
+class CandidateFailed(Exception):
+    """The candidate's process died, hung or broke the protocol; ``outcome`` is the verdict."""
+
+    def __init__(self, outcome: str, reason: str, input_offset: int | None = None):
+        super().__init__(reason)
+        self.outcome, self.reason = outcome, reason
+        self.input_offset = input_offset
+        """Where in the input arena a write was stopped, if that is how it died."""
+
+
+@dataclass(frozen=True)
+class CallResult:
+    rc: int
+    reported_s: float
+    """The candidate's own clock around the call (untrusted)."""
+    wall_s: float
+    """Our clock from sending the command to reading the reply."""
+    cpu_s: float
+    """CPU time the candidate's process used during the call, read from outside it."""
+    idle_cpu_s: float
+    """CPU time it used between its previous reply and this command (should be none)."""
+    idle_s: float
+
+
+class Arena:
+    """A shared-memory region: numpy views here, offsets for the runner."""
+
+    def __init__(self, nbytes: int, name: str):
+        self.nbytes = max(PAGE, _round_up(nbytes, PAGE))
+        self.fd = os.memfd_create(f"klineage-{name}", os.MFD_CLOEXEC)
+        os.ftruncate(self.fd, self.nbytes)
+        self._map = mmap.mmap(self.fd, self.nbytes)
+        self.base = np.frombuffer(self._map, dtype=np.uint8)
+        self._next = 0
+
+    def read_only_fd(self) -> int:
+        """A new descriptor of the same memory that can only be mapped for reading."""
+        return os.open(f"/proc/self/fd/{self.fd}", os.O_RDONLY | os.O_CLOEXEC)
+
+    def reset(self) -> None:
+        self._next = 0
+
+    def take(self, nbytes: int, align: int = 64) -> int:
+        """Reserve ``nbytes`` at an aligned offset; returns the offset."""
+        offset = _round_up(self._next, align)
+        if offset + nbytes > self.nbytes:
+            raise WorkerError(f"internal: shared arena too small ({offset + nbytes} > {self.nbytes})")
+        self._next = offset + nbytes
+        return offset
+
+    def view(self, offset: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        count = math.prod(shape)
+        return self.base[offset:offset + count * dtype.itemsize].view(dtype).reshape(shape)
+
+    def close(self) -> None:
+        self.base = None  # type: ignore[assignment]
+        with contextlib.suppress(BufferError):
+            self._map.close()
+        os.close(self.fd)
+
+
+@cache
+def runner_binary() -> tuple[Path, str]:
+    """The runner, built once per toolchain from this package's source; (path, sha256)."""
+    source = _RUNNER_SOURCE.read_bytes()
+    compiler = settings.c_compiler()
+    key = hashlib.sha256(source + compiler.encode()).hexdigest()
+    build = cached_build("runner", key, lambda out: [compiler, "-O2", "-std=gnu11", "-o", str(out),
+                                                     str(_RUNNER_SOURCE), "-ldl"],
+                         artifact_name="kl_runner")
+    if not build.ok:
+        raise ToolchainError(f"could not build the candidate runner:\n{build.log[-2000:]}")
+    return build.artifact, build.artifact_sha256
+
+
+def private_copy(artifact: Path, sha256: str, folder: Path) -> Path:
+    """Copy a build artifact where no candidate can write and check it is what was built."""
+    target = folder / artifact.name
+    shutil.copyfile(artifact, target)
+    digest = hashlib.sha256(target.read_bytes()).hexdigest()
+    if digest != sha256:
+        raise WorkerError(f"the build cache entry {artifact} was changed after it was built "
+                          f"(sha256 {digest[:12]}, built as {sha256[:12]}); remove it and retry")
+    target.chmod(0o444)
+    return target
+
+
+class Candidate:
+    """One runner process holding one kernel. Use as a context manager: the whole process
+    group is killed on exit, whatever happened."""
+
+    def __init__(self, artifact: Path, artifact_sha256: str, entry: str, inputs: Arena,
+                 outputs: Arena, threads: int, memory_bytes: int | None, stall_s: float,
+                 env: dict[str, str]):
+        self.stall_s, self.threads, self.memory_bytes = stall_s, threads, memory_bytes
+        self._folder = Path(tempfile.mkdtemp(prefix="klineage-candidate-"))
+        self._folder.chmod(0o755)  # the runner reads its kernel as nobody
+        kernel = private_copy(artifact, artifact_sha256, self._folder)
+        runner_path, runner_sha = runner_binary()
+        runner = private_copy(runner_path, runner_sha, self._folder)
+        runner.chmod(0o555)
+        command_r, self._command = os.pipe()
+        self._reply, reply_w = os.pipe()
+        inputs_ro = inputs.read_only_fd()
+        self._log_path = self._folder / "candidate.log"
+        log = open(self._log_path, "wb")  # noqa: SIM115 - closed below, after the fork
+        fds = (command_r, reply_w, inputs_ro, outputs.fd)
+        cores = _cores(threads)
+        cap = None if memory_bytes is None else memory_bytes + inputs.nbytes + outputs.nbytes
+        try:
+            self.process = subprocess.Popen(
+                [str(runner), str(kernel), entry, str(inputs.nbytes), str(outputs.nbytes),
+                 *map(str, fds)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=fds,
+                env=env, cwd=self._folder, start_new_session=True,
+                preexec_fn=_confine(cores, cap),
+            )
+        finally:
+            for fd in (command_r, reply_w, inputs_ro):
+                os.close(fd)
+            log.close()
+        self._cpu_clock = _cpu_clock_of(self.process.pid)
+        self._last_reply_cpu = 0.0
+        self._last_reply_at = time.perf_counter()
+        self._buffer = b""
+        ready = self._reply_line("loading the kernel")
+        if not ready.startswith("READY"):
+            raise CandidateFailed("crashed", f"the runner could not start the kernel: {ready[2:]}")
+        _, in_base, out_base = ready.split()
+        self.in_base, self.out_base = int(in_base, 16), int(out_base, 16)
+        self.in_bytes, self.out_bytes = inputs.nbytes, outputs.nbytes
+        self.mark_idle()
+
+    def __enter__(self) -> Candidate:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- protocol --------------------------------------------------------------------------
+    def call(self, in_offsets: list[int], out_offsets: list[int], axes: list[int],
+             params: list[float], step: str, dry: bool = False) -> CallResult:
+        """Run one call (``dry``: the whole protocol without calling the kernel)."""
+        idle_s = time.perf_counter() - self._last_reply_at
+        cpu_before = self._cpu()
+        words = [len(in_offsets), len(out_offsets), len(axes), len(params), *in_offsets,
+                 *out_offsets, *axes]
+        line = ("D " if dry else "C ") + " ".join(map(str, words)) + "".join(
+            f" {float(p).hex()}" for p in params)
+        started = time.perf_counter()
+        self._send(line)
+        reply = self._reply_line(step)
+        wall = time.perf_counter() - started
+        cpu_after = self._cpu()
+        self._last_reply_at = time.perf_counter()
+        parts = reply.split()
+        if len(parts) != 3 or parts[0] != "R":
+            raise CandidateFailed("rejected_cheat", f"{step}: the candidate's process answered "
+                                  f"{reply[:80]!r} instead of a call result")
+        result = CallResult(rc=int(parts[1]), reported_s=int(parts[2]) / 1e9, wall_s=wall,
+                            cpu_s=cpu_after - cpu_before,
+                            idle_cpu_s=cpu_before - self._last_reply_cpu, idle_s=idle_s)
+        self._last_reply_cpu = cpu_after
+        return result
+
+    def protect(self, offset: int, length: int, accessible: bool) -> None:
+        if length:
+            self._send(f"P {offset} {length} {3 if accessible else 0}")
+            self._expect_ok("laying out buffers")
+            self.mark_idle()
+
+    def mark_idle(self) -> None:
+        """From now on the process should use no CPU until the next call."""
+        self._last_reply_cpu = self._cpu()
+        self._last_reply_at = time.perf_counter()
+
+    def close(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        for fd in (self._command, self._reply):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+    def log_tail(self) -> str:
+        try:
+            return self._log_path.read_bytes()[-1000:].decode(errors="replace").strip()
+        except OSError:
+            return ""
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def _cpu(self) -> float:
+        try:
+            return time.clock_gettime(self._cpu_clock)
+        except OSError:  # the process is gone; its death is reported by the next read
+            return self._last_reply_cpu
+
+    def _send(self, line: str) -> None:
+        try:
+            os.write(self._command, (line + "\n").encode())
+        except BrokenPipeError:
+            self._raise_death("sending a command")
+
+    def _expect_ok(self, step: str) -> None:
+        reply = self._reply_line(step)
+        if reply != "K":
+            raise CandidateFailed("rejected_cheat", f"{step}: the candidate's process answered "
+                                  f"{reply[:80]!r}")
+
+    def _reply_line(self, step: str) -> str:
+        deadline = time.monotonic() + self.stall_s
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise CandidateFailed("timeout", f"no progress for {self.stall_s:g} s during "
+                                      f"'{step}' (a hang, or a call slower than the stall limit; "
+                                      f"raise it with --timeout)")
+            ready, _, _ = select.select([self._reply], [], [], left)
+            if ready:
+                chunk = os.read(self._reply, 4096)
+                if not chunk:
+                    self._raise_death(step)
+                self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        text = line.decode(errors="replace")
+        if text.startswith("S "):
+            self._raise_signal(text, step)
+        return text
+
+    def _raise_signal(self, text: str, step: str) -> None:
+        _, signo, address, syscall, peak_kib = [*text.split(), "", "", "", ""][:5]
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=2)
+        number = int(signo) if signo.lstrip("-").isdigit() else 0
+        name = signal.Signals(number).name if number in signal.Signals._value2member_map_ else signo
+        if name == "SIGSYS":
+            nr = int(syscall) if syscall.lstrip("-").isdigit() else -1
+            call = _SYSCALL_NAMES_X86_64.get(nr, f"number {nr}")
+            raise CandidateFailed("rejected_cheat", f"{step}: the kernel made a system call that "
+                                  f"kernels may not make ({call}); the sandbox stopped it")
+        fault = int(address, 16) if address.startswith("0x") else None
+        if fault is not None and self.in_base <= fault < self.in_base + self.in_bytes:
+            raise CandidateFailed("incorrect", f"{step}: the kernel wrote to an input (inputs "
+                                  f"are read-only; its process was stopped at the first write)",
+                                  input_offset=fault - self.in_base)
+        where = self._describe_address(fault)
+        peak = int(peak_kib) * 1024 if peak_kib.isdigit() else 0
+        if self.memory_bytes and peak >= 0.7 * self.memory_bytes:
+            where = (f"after using {peak / 2**30:.2f} GiB: out of memory (the kernel's limit is "
+                     f"{self.memory_bytes / 2**30:.2f} GiB)")
+        raise CandidateFailed("crashed", f"{step}: the kernel's process was killed by {name}"
+                              + (f" ({where})" if where else ""))
+
+    def _raise_death(self, step: str) -> None:
+        self.process.wait()
+        code = self.process.returncode
+        how = (f"killed by {signal.Signals(-code).name}" if code < 0
+               else f"exited with status {code}")
+        tail = self.log_tail().splitlines()
+        last = f"; last output: {tail[-1][:200]}" if tail else ""
+        raise CandidateFailed("crashed", f"{step}: the kernel's process {how}{last}")
+
+    def _describe_address(self, address: int | None) -> str:
+        if address is None:
+            return ""
+        if self.out_base <= address < self.out_base + self.out_bytes:
+            return "it wrote outside its outputs, into a guard page"
+        return f"at address {address:#x}"
+
+
+def _cpu_clock_of(pid: int) -> int:
+    # Linux's clock id for the CPU time of a whole process (CPUCLOCK_SCHED of thread group pid).
+    return ((~pid) << 3) | 2
+
+
+def _cores(threads: int) -> set[int]:
+    available = sorted(os.sched_getaffinity(0))
+    return set(available[:max(1, min(threads, len(available)))])
+
+
+def _confine(cores: set[int], memory_cap: int | None):
+    def apply() -> None:
+        os.sched_setaffinity(0, cores)
+        if memory_cap is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_cap, memory_cap))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))  # the log, and nothing else
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    return apply
+
+
+def _round_up(value: int, step: int) -> int:
+    return -(-value // step) * step
