@@ -78,4 +78,4 @@ def test_cuda_examples_compile_clean(folder):
         built = backend.build(kernel)
         assert built.ok, f"{folder.name}/{variant}:\n{built.log[-3000:]}"
         assert forbidden_symbols(backend.imported_symbols(built.artifact), kernel.allow_symbols,
-                                 backend.denied_symbols) == []
+                                 backend.denied_symbols, backend.allowed_symbols) == []

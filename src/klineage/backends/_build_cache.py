@@ -25,7 +25,8 @@ from klineage.backends.base import BuildResult
 from klineage.errors import ToolchainError
 from klineage.settings import cache_dir
 
-__all__ = ["ARTIFACT_NAME", "cached_build", "parse_nm_undefined", "run_tool"]
+__all__ = ["ARTIFACT_NAME", "cached_build", "imported_symbols", "parse_nm_undefined", "run_tool",
+           "system_call_sites"]
 
 ARTIFACT_NAME = "kernel.so"
 
@@ -51,6 +52,37 @@ def parse_nm_undefined(text: str) -> set[str]:
         if match:
             names.add(match.group(1).split("@")[0])
     return names
+
+
+def imported_symbols(artifact: Path) -> set[str]:
+    """Undefined dynamic symbols of a shared object (what it will call from outside)."""
+    proc = run_tool(["nm", "-D", "-C", "--undefined-only", "--format=posix", str(artifact)])
+    if proc.returncode != 0:
+        raise ToolchainError(f"nm failed on {artifact}: {proc.stderr.strip()}")
+    return parse_nm_undefined(proc.stdout)
+
+
+_SYSCALL_INSTRUCTION = re.compile(r"\t(syscall|sysenter|int\s+\$0x80|svc\s+#?0x0|svc\s+#0)\b")
+
+
+def system_call_sites(artifact: Path) -> list[str]:
+    """One line per system-call instruction in a shared object's host machine code: a kernel
+    asks the OS for nothing itself (the sandbox's seccomp filter stops it at run time too)."""
+    proc = run_tool(["objdump", "-d", "--no-show-raw-insn", str(artifact)])
+    if proc.returncode != 0:
+        raise ToolchainError(f"objdump failed on {artifact}: {proc.stderr.strip()}")
+    found, function = [], "?"
+    for line in proc.stdout.splitlines():
+        header = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
+        if header:
+            function = header.group(1)
+            continue
+        match = _SYSCALL_INSTRUCTION.search(line)
+        if match:
+            address = line.split(":", 1)[0].strip()
+            found.append(f"contains a system-call instruction ({match.group(1)} at 0x{address} in "
+                         f"{function}): kernels may not call the operating system directly")
+    return found
 
 
 def cached_build(

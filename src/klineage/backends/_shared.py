@@ -35,15 +35,24 @@ def bind_launch(artifact: Path, entry: str, stream: int | None) -> Bind:
     return bind
 
 
-def cached_ceilings(path: Path, measure: Callable[[], Ceilings], remeasure: bool) -> Ceilings:
+_READ: dict[Path, Ceilings] = {}
+
+
+def cached_ceilings(path: Path, measure: Callable[[], Ceilings], remeasure: bool,
+                    peak: tuple[float, float] = (float("inf"), float("inf"))) -> Ceilings:
     """Ceilings are measured once per machine (and thread count) and kept as JSON.
 
+    They are trusted state: only klineage's own probes (processes that never load a candidate)
+    measure them, a process reads the file once and keeps what it read, and a file that does
+    not parse or claims more than ``peak`` (bandwidth GB/s, compute GFLOP/s: the hardware's
+    theoretical limits, generously rounded up) is not believed and is measured again.
     A re-measurement keeps the best rates ever seen: a ceiling is an upper bound, and one
     measured while neighbours loaded the machine is too low (it once made honest kernels look
     faster than light).
     """
-    previous = Ceilings(**json.loads(path.read_text())) if path.is_file() else None
+    previous = _READ.get(path) or _believable(path, peak)
     if previous is not None and not remeasure:
+        _READ[path] = previous
         return previous
     ceilings = measure()
     if previous is not None:
@@ -54,4 +63,16 @@ def cached_ceilings(path: Path, measure: Callable[[], Ceilings], remeasure: bool
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(ceilings.__dict__, indent=1))
     os.replace(tmp, path)
+    _READ[path] = ceilings
+    return ceilings
+
+
+def _believable(path: Path, peak: tuple[float, float]) -> Ceilings | None:
+    try:
+        ceilings = Ceilings(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+    rates = (ceilings.bandwidth_gbps, ceilings.compute_gflops)
+    if not all(isinstance(r, int | float) and 0 < r <= limit for r, limit in zip(rates, peak, strict=True)):
+        return None
     return ceilings

@@ -115,6 +115,8 @@ class Backend(Protocol):
     name: str
     denied_symbols: dict[str, tuple[str, ...]]
     """Backend-specific additions to the static deny-list: {why: (glob patterns)}."""
+    allowed_symbols: tuple[str, ...]
+    """Backend-specific additions to the static allow-list of imports (glob patterns)."""
     standby_imports: tuple[str, ...]
     """Modules a standby worker imports before its job arrives, while the previous candidate
     runs. Empty: no standby worker (where its start-up would steal CPU from a timed run)."""
@@ -137,6 +139,9 @@ class Backend(Protocol):
 
     def imported_symbols(self, artifact: Path) -> set[str]:
         """Undefined dynamic symbols of a built artifact, for the static check."""
+
+    def system_call_sites(self, artifact: Path) -> list[str]:
+        """One line per system-call instruction in the artifact's host code, for the static check."""
 
     def ceilings(self, threads: int | None, remeasure: bool = False) -> Ceilings:
         """Measured once per machine and cached."""

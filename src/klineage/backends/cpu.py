@@ -18,7 +18,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from klineage import settings
-from klineage.backends._build_cache import cached_build, parse_nm_undefined, run_tool
+from klineage.backends._build_cache import (
+    cached_build,
+    imported_symbols,
+    run_tool,
+    system_call_sites,
+)
 from klineage.backends._shared import bind_launch, cached_ceilings
 from klineage.backends.base import BuildResult, Ceilings
 from klineage.errors import ToolchainError
@@ -40,6 +45,7 @@ class CpuBackend:
 
     name = "cpu"
     denied_symbols: ClassVar[dict[str, tuple[str, ...]]] = {}
+    allowed_symbols: ClassVar[tuple[str, ...]] = ()
     # A standby worker's start-up would run on the cores the timed kernel is using.
     standby_imports: ClassVar[tuple[str, ...]] = ()
     sandboxed = True
@@ -73,10 +79,10 @@ class CpuBackend:
         return cached_build(self.name, key, command)
 
     def imported_symbols(self, artifact: Path) -> set[str]:
-        proc = run_tool(["nm", "-D", "-C", "--undefined-only", "--format=posix", str(artifact)])
-        if proc.returncode != 0:
-            raise ToolchainError(f"nm failed on {artifact}: {proc.stderr.strip()}")
-        return parse_nm_undefined(proc.stdout)
+        return imported_symbols(artifact)
+
+    def system_call_sites(self, artifact: Path) -> list[str]:
+        return system_call_sites(artifact)
 
     def default_threads(self, kernel: KernelSpec) -> int | None:
         return kernel.threads or len(os.sched_getaffinity(0))
@@ -105,7 +111,7 @@ class CpuBackend:
     def ceilings(self, threads: int | None, remeasure: bool = False) -> Ceilings:
         count = threads or 1
         path = settings.cache_dir() / "ceilings" / f"{self.platform()}-{_machine_key()}-t{count}.json"
-        return cached_ceilings(path, lambda: self._measure(count), remeasure)
+        return cached_ceilings(path, lambda: self._measure(count), remeasure, _theoretical_peak(count))
 
     def _measure(self, threads: int) -> Ceilings:
         probe = KernelSpec(name="probe", source=_PROBE, language="c", flags=("-fopenmp",))
@@ -265,6 +271,13 @@ def _cache_size(level: int, default: int) -> int:
         except (OSError, ValueError):
             continue
     return default
+
+
+def _theoretical_peak(threads: int) -> tuple[float, float]:
+    """Generous upper bounds (GB/s copied, GFLOP/s fp32) no CPU core of today exceeds: 5 GHz,
+    two FMA units of the widest vectors it has, 50 GB/s of copy per thread."""
+    lanes = {"avx512": 16, "avx2": 8, "avx": 8}.get(_simd_level(), 4)
+    return 50.0 * threads, threads * 5.0 * 2 * 2 * lanes
 
 
 def _last_level_cache_bytes() -> int:

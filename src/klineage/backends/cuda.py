@@ -23,7 +23,12 @@ from typing import Any
 import numpy as np
 
 from klineage import settings
-from klineage.backends._build_cache import cached_build, parse_nm_undefined, run_tool
+from klineage.backends._build_cache import (
+    cached_build,
+    imported_symbols,
+    run_tool,
+    system_call_sites,
+)
 from klineage.backends._shared import bind_launch, cached_ceilings
 from klineage.backends.base import BuildResult, Ceilings
 from klineage.errors import BackendUnavailableError, ToolchainError
@@ -37,12 +42,17 @@ _BASE_FLAGS = ("-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-shared", "-Xptxas",
                "-cudart", "shared", "-lineinfo")
 _DEFAULT_ARCH = "sm_90a"
 _FLUSH_FACTOR = 2  # flush writes twice the L2 size
+_THEORETICAL_PEAK = (20_000.0, 5_000_000.0)  # GB/s, GFLOP/s: above any GPU made so far
 
 DENIED_SYMBOLS = {
     "work on a stream other than the one the harness times": (
         "cudaStreamCreate*", "cuStreamCreate*", "cudaLaunchHostFunc", "cudaStreamAddCallback",
+        "cudaGraph*", "cuGraph*", "cudaStreamBeginCapture*", "*_ptsz", "*_ptds",
     ),
 }
+# The runtime API and nvcc's registration code. cudaGetDriverEntryPoint stays allowed (experts
+# reach cuTensorMapEncodeTiled through it); a stream made through the driver is caught at run time.
+ALLOWED_SYMBOLS = ("cuda*", "__cuda*")
 
 
 def _gencode(arch: str) -> list[str]:
@@ -55,6 +65,7 @@ class CudaBackend:
 
     name = "cuda"
     denied_symbols = DENIED_SYMBOLS
+    allowed_symbols = ALLOWED_SYMBOLS
     # Importing torch costs seconds of host CPU and touches no GPU, so a standby worker pays it
     # while the previous candidate is timed on the device. The CUDA context is created only after
     # the job arrives, inside the timing lock.
@@ -108,10 +119,10 @@ class CudaBackend:
         return cached_build(self.name, key, command, parse_ptxas_report)
 
     def imported_symbols(self, artifact: Path) -> set[str]:
-        proc = run_tool(["nm", "-D", "-C", "--undefined-only", "--format=posix", str(artifact)])
-        if proc.returncode != 0:
-            raise ToolchainError(f"nm failed on {artifact}: {proc.stderr.strip()}")
-        return parse_nm_undefined(proc.stdout)
+        return imported_symbols(artifact)
+
+    def system_call_sites(self, artifact: Path) -> list[str]:
+        return system_call_sites(artifact)
 
     def default_threads(self, kernel: KernelSpec) -> int | None:
         return None
@@ -135,7 +146,7 @@ class CudaBackend:
             raise BackendUnavailableError(f"cannot measure CUDA ceilings: {reason}")
         name = re.sub(r"[^A-Za-z0-9]+", "-", _device_name())
         path = settings.cache_dir() / "ceilings" / f"{self.platform()}-{name}.json"
-        return cached_ceilings(path, self._measure, remeasure)
+        return cached_ceilings(path, self._measure, remeasure, _THEORETICAL_PEAK)
 
     def _measure(self) -> Ceilings:
         proc = subprocess.run([sys.executable, "-m", "klineage.backends._cuda_probe"],

@@ -17,7 +17,6 @@
  * Commands (one line each) and replies:
  *   C nin nout naxes nparams in_off... out_off... axes... params(%a)...  ->  R rc ns
  *   P offset length prot(0|3)                                            ->  K
- *   D ... (the same as C without calling: the protocol's own overhead)   ->  R 0 ns
  *   Q                                                                     ->  (exit 0)
  * On start: "READY in_base out_base" (addresses, to name what a fault hit) or "E message". A fatal signal: "S signo address syscall peak_rss_kib".
  */
@@ -161,7 +160,7 @@ static void header(struct filter* f) {
 /* What any kernel may do at any time: memory, threads, time, futexes, exiting. */
 static void common_rules(struct filter* f) {
     static const long allowed[] = {
-        SYS_munmap, SYS_mremap, SYS_brk, SYS_madvise, SYS_futex, SYS_set_robust_list,
+        SYS_munmap, SYS_mremap, SYS_brk, SYS_futex, SYS_set_robust_list,
         SYS_get_robust_list, SYS_sched_yield, SYS_sched_getaffinity, SYS_getcpu, SYS_nanosleep,
         SYS_clock_nanosleep, SYS_clock_gettime, SYS_clock_getres, SYS_gettimeofday, SYS_getpid,
         SYS_gettid, SYS_getppid, SYS_getuid, SYS_geteuid, SYS_getgid, SYS_getegid, SYS_getrusage,
@@ -190,6 +189,10 @@ static void common_rules(struct filter* f) {
     rule_arg(f, SYS_tgkill, 0, 0xffffffffu, &self, 1, ALLOW, TRAP); /* abort() signals itself */
     rule_arg(f, SYS_prlimit64, 2, 0xffffffffu, &zero, 1, ALLOW, TRAP); /* read a limit, never set */
     rule(f, SYS_sched_setaffinity, ERR(EPERM));                        /* stays on its cores */
+    /* Advice that only drops or hints at private pages; never MADV_REMOVE (it frees shared ones). */
+    uint32_t advice[] = {MADV_NORMAL, MADV_RANDOM, MADV_SEQUENTIAL, MADV_WILLNEED, MADV_DONTNEED,
+                         MADV_FREE, MADV_HUGEPAGE, MADV_NOHUGEPAGE};
+    rule_arg(f, SYS_madvise, 2, 0xffffffffu, advice, 8, ALLOW, TRAP);
     uint32_t logs[] = {1, 2};
     rule_arg(f, SYS_writev, 0, 0xffffffffu, logs, 2, ALLOW, TRAP);
     rule_arg(f, SYS_ioctl, 0, 0xffffffffu, logs, 2, ALLOW, TRAP); /* isatty() on the log */
@@ -321,10 +324,7 @@ static void* arena_pointer(char* base, size_t bytes, const char* text) {
     return base + offset;
 }
 
-/* 'C' calls the kernel; 'D' (dry) does everything else a call does, so the trusted side can
- * measure the protocol's own overhead on the same path. */
 static void run_call(launch_fn launch, char* line) {
-    int dry = line[0] == 'D';
     char* words[4 + 4 * MAX_ARGS];
     int count = 0;
     for (char* word = strtok(line + 1, " "); word && count < (int)(sizeof words / sizeof words[0]);
@@ -345,7 +345,7 @@ static void run_call(launch_fn launch, char* line) {
     for (int i = 0; i < naxes; i++) axes[i] = strtoll(words[at++], NULL, 10);
     for (int i = 0; i < nparams; i++) params[i] = strtod(words[at++], NULL);
     int64_t start = now_ns();
-    int rc = dry ? 0 : launch(ins, outs, axes, params, NULL);
+    int rc = launch(ins, outs, axes, params, NULL);
     int64_t elapsed = now_ns() - start;
     char reply[64];
     snprintf(reply, sizeof reply, "R %d %lld\n", rc, (long long)elapsed);
@@ -388,8 +388,7 @@ int main(int argc, char** argv) {
     char line[16384];
     while (read_line(line, sizeof line)) {
         switch (line[0]) {
-            case 'C':
-            case 'D': run_call(launch, line); break;
+            case 'C': run_call(launch, line); break;
             case 'P': protect(line); break;
             case 'Q': return 0;
             default: fail("unknown command", line);

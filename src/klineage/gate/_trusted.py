@@ -23,12 +23,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from klineage.gate._compare import output_mismatch
-from klineage.gate.sandbox import PAGE, Arena, Candidate, CandidateFailed, CallResult
+from klineage.gate.sandbox import PAGE, Arena, CallResult, Candidate, CandidateFailed, spin_kernel
 from klineage.gate.stats import summarize_trials
 from klineage.workload import load_reference, poison_value, run_reference
 from klineage.workload.dtypes import dtype_info
@@ -42,7 +43,7 @@ _KEPT_TIMED_CALLS = 8
 _FRESH_BLOCK = 64
 """Elements per redrawn block; 1 block in ``_FRESH_SHARE`` is redrawn before each timed call."""
 _FRESH_SHARE = 64
-_NOOPS = 31
+_CALIBRATION_CALLS = 21
 _CANARY = 0xC5
 
 
@@ -87,7 +88,8 @@ class TrustedSession:
     """Checks and times candidates, each a ``Candidate`` in its own runner process."""
 
     def __init__(self, workload: Workload, seeds: list[int], threads: int,
-                 progress: Callable[[str, str], None], timing: dict[str, Any]):
+                 progress: Callable[[str, str], None], timing: dict[str, Any],
+                 make_spin: Callable[[Arena, Arena], Candidate]):
         self.workload, self.seeds, self.threads, self.progress = workload, seeds, threads, progress
         self.reference = load_reference(workload)
         self.checks_done = 0
@@ -98,7 +100,8 @@ class TrustedSession:
         self._out_bytes = out_bytes
         self._next_out = PAGE  # the arena starts with a guard page
         self.candidates: list[tuple[Candidate, Arena]] = []
-        self.overhead: list[float] = []
+        self._make_spin = make_spin
+        self._spin: Candidate | None = None
 
     def load(self, make: Callable[[Arena, Arena], Candidate]) -> Candidate:
         outputs = Arena(self._out_bytes, "outputs")
@@ -110,6 +113,9 @@ class TrustedSession:
         for candidate, outputs in self.candidates:
             candidate.close()
             outputs.close()
+        if self._spin is not None:
+            self._spin.close()
+            self._spin_outputs.close()
         self.inputs.close()
 
     # -- layout -----------------------------------------------------------------------------
@@ -162,15 +168,14 @@ class TrustedSession:
             else:
                 view.fill(value)
 
-    def _call(self, candidate: Candidate, bufs: _Set, stage: str, detail: str,
-              dry: bool = False) -> CallResult:
+    def _call(self, candidate: Candidate, bufs: _Set, stage: str, detail: str) -> CallResult:
         arena = self._arena_of(candidate)
         self._poison(bufs, arena)
         self.progress(stage, detail)
         try:
             result = candidate.call(bufs.in_offsets, [o.offset for o in bufs.outputs],
                                     [bufs.axes[a] for a in self.workload.axes],
-                                    list(self.workload.params.values()), f"{stage}: {detail}", dry)
+                                    list(self.workload.params.values()), f"{stage}: {detail}")
         except CandidateFailed as exc:
             name = self._input_at(bufs, exc.input_offset)
             if name:
@@ -178,8 +183,6 @@ class TrustedSession:
                                       f"kernel (inputs are read-only: its first write stopped "
                                       f"it)") from exc
             raise
-        if dry:
-            return result
         if result.rc != 0:
             raise CandidateFailed("crashed", f"{detail}: kl_launch returned {result.rc}")
         problem = self._canaries(bufs, arena) or self._accounting(result)
@@ -327,17 +330,7 @@ class TrustedSession:
                 return "incorrect", f"{describe(tag)}: {problem}"
         return None
 
-    def _measure_overhead(self, candidate: Candidate, sets: list[_Set]) -> None:
-        """Dry calls on the timed path: what our clock sees beyond the candidate's own when
-        the candidate's clock is honest."""
-        for index in range(_NOOPS):
-            bufs = sets[index % len(sets)]
-            self._freshen(bufs)
-            self.overhead.append(self._call(candidate, bufs, "profile", "runner overhead",
-                                            dry=True).wall_s)
-
     def _warm_up(self, candidate: Candidate, sets: list[_Set], timing: dict[str, Any]) -> float:
-        self._measure_overhead(candidate, sets)
         spent, times = 0.0, []
         while len(times) < 2 or (spent < timing["warmup_s"] and len(times) < 50):
             bufs = sets[len(times) % len(sets)]
@@ -355,23 +348,19 @@ class TrustedSession:
             reps = int(min(timing["max_reps"], max(1, round(timing["target_trial_s"] / estimate))))
             reservoir = _Reservoir(_KEPT_TIMED_CALLS, self._rng)
             aside = self._aside(sets[0])
-            trials: list[list[float]] = []
             calls: list[CallResult] = []
             for trial in range(timing["trials"]):
                 self.progress("profile", f"trial {trial + 1}/{timing['trials']} x {reps} calls")
-                samples = []
                 for rep in range(reps):
                     index = trial * reps + rep
                     bufs = sets[index % len(sets)]
-                    result = self._timed(candidate, bufs, self._freshen(bufs), reservoir, aside,
-                                         index, "profile")
-                    samples.append(result.reported_s)
-                    calls.append(result)
-                trials.append(samples)
-            failure = (self._clock_check(calls)
-                       or self._verify_kept(reservoir, aside, lambda i: f"timed call {i}"))
+                    calls.append(self._timed(candidate, bufs, self._freshen(bufs), reservoir, aside,
+                                             index, "profile"))
+            times, clocks = self._trusted_times(calls, sets)
+            failure = self._verify_kept(reservoir, aside, lambda i: f"timed call {i}")
             if failure:
                 return failure
+            trials = [times[t * reps:(t + 1) * reps] for t in range(timing["trials"])]
         except CandidateFailed as exc:
             return exc.outcome, exc.reason
         median, spread, medians = summarize_trials(trials)
@@ -380,23 +369,56 @@ class TrustedSession:
                 "min_s": min(min(t) for t in trials),
                 "wall_median_s": float(np.median([c.wall_s for c in calls])),
                 "input_sets": len(sets), "footprint_bytes": _footprint(self.workload, sets),
-                "threads": self.threads}
+                "threads": self.threads, "clock_allowance_s": clocks["allowance_s"],
+                "clock_raised_share": clocks["raised_share"]}
 
-    def _clock_check(self, calls: list[CallResult]) -> Failure | None:
-        """The candidate's clock may read less than ours only by the protocol's own overhead."""
-        overhead = np.asarray(self.overhead)
-        center = float(np.median(overhead))
-        mad = float(np.median(np.abs(overhead - center)))
-        gaps = np.asarray([c.wall_s - c.reported_s for c in calls])
-        reported = float(np.median([c.reported_s for c in calls]))
-        bound = center + 4 * mad + 2e-5 + 0.02 * reported
-        gap = float(np.median(gaps))
-        if gap > bound:
-            return "rejected_cheat", (f"the candidate's clock read {reported * 1e3:.3f} ms per call, "
-                                      f"but our clock saw {gap * 1e3:.3f} ms more per call than the "
-                                      f"runner's overhead allows ({bound * 1e3:.3f} ms): its timer "
-                                      f"does not measure the call")
-        return None
+    def _trusted_times(self, calls: list[CallResult],
+                       sets: list[_Set]) -> tuple[list[float], dict[str, float]]:
+        """Each call's time, as neither side's clock alone would give it.
+
+        The candidate's clock is precise but its own; ours includes the round trip. Our
+        calibration kernel, in a runner of its own and called the way timed calls are, measures
+        how far an honest kernel's clock reads short of ours; each call's time is then the larger
+        of its own reading and ours less that allowance (its 90th percentile). An honest clock
+        wins almost always; a clock that reads short gains nothing, and one that reads less than
+        half of what ours allows is a cheat.
+        """
+        walls = np.asarray([c.wall_s for c in calls])
+        reported = np.asarray([c.reported_s for c in calls])
+        typical = float(np.median(reported))
+        spin_s = typical if typical >= 0.5 * float(np.median(walls)) else 0.9 * float(np.median(walls))
+        allowance = float(np.quantile(self._calibrate(spin_s, sets), 0.9))
+        ours = np.maximum(walls - allowance, 0.0)
+        times = np.maximum(reported, ours)
+        info = {"allowance_s": allowance, "raised_share": float(np.mean(ours > reported))}
+        seen = float(np.median(ours))
+        if typical < 0.5 * seen - 2e-5:
+            raise CandidateFailed("rejected_cheat", (
+                f"the candidate's clock read {typical * 1e3:.3f} ms per call where ours, less the "
+                f"{allowance * 1e3:.3f} ms an honest kernel's clock reads short, saw "
+                f"{seen * 1e3:.3f} ms: its timer does not measure the call"))
+        return times.tolist(), info
+
+    def _calibrate(self, seconds: float, sets: list[_Set]) -> np.ndarray:
+        """Calls of our calibration kernel, each after the same work on our side as a timed
+        call gets, on the same input sets."""
+        if self._spin is None:
+            self._spin_outputs = Arena(self._out_bytes, "calibration")
+            self._spin = self._make_spin(self.inputs, self._spin_outputs)
+        aside = self._aside(sets[0])[-1]
+        gaps = []
+        for index in range(_CALIBRATION_CALLS):
+            bufs = sets[index % len(sets)]
+            self._freshen(bufs)
+            self._poison(bufs, self._spin_outputs)
+            sizes = [v.nbytes for v in bufs.inputs] + [o.nbytes for o in bufs.outputs]
+            result = self._spin.call(bufs.in_offsets, [o.offset for o in bufs.outputs],
+                                     [len(bufs.inputs), len(bufs.outputs), *sizes], [seconds],
+                                     "profile: calibrating the clocks")
+            for sink, view in zip(aside, self._output_views(bufs, self._spin_outputs), strict=True):
+                np.copyto(sink, view)
+            gaps.append(result.wall_s - result.reported_s)
+        return np.asarray(gaps)
 
     def paired_times(self, a: Candidate, b: Candidate, timing: dict[str, Any]) -> Any:
         """Interleaved A/B samples (ABBA) on the same fresh inputs, each its own outputs; the
@@ -409,8 +431,7 @@ class TrustedSession:
             reservoirs = {id(a): _Reservoir(_KEPT_TIMED_CALLS // 2, self._rng),
                           id(b): _Reservoir(_KEPT_TIMED_CALLS // 2, self._rng)}
             asides = {id(a): self._aside(sets[0]), id(b): self._aside(sets[0])}
-            times: dict[int, list[float]] = {id(a): [], id(b): []}
-            calls: list[CallResult] = []
+            calls: dict[int, list[CallResult]] = {id(a): [], id(b): []}
             for index in range(pairs):
                 if index % 10 == 0:
                     self.progress("compare", f"pair {index + 1}/{pairs}")
@@ -418,11 +439,11 @@ class TrustedSession:
                 drawn = self._freshen(bufs)
                 order = (a, b) if index % 2 == 0 else (b, a)
                 for candidate in order:
-                    result = self._timed(candidate, bufs, drawn, reservoirs[id(candidate)],
-                                         asides[id(candidate)], index, "compare")
-                    times[id(candidate)].append(result.reported_s)
-                    calls.append(result)
-            failure = self._clock_check(calls)
+                    calls[id(candidate)].append(self._timed(
+                        candidate, bufs, drawn, reservoirs[id(candidate)], asides[id(candidate)],
+                        index, "compare"))
+            times = {id(c): self._trusted_times(calls[id(c)], sets)[0] for c in (a, b)}
+            failure = None
             for role, candidate in (("baseline", a), ("candidate", b)):
                 failure = failure or self._verify_kept(
                     reservoirs[id(candidate)], asides[id(candidate)],
@@ -490,13 +511,18 @@ def run_sandboxed(workload: Workload, job: dict[str, Any], builds: list[tuple[An
     from klineage.gate.stats import comparison_record
 
     threads = job["threads"] or 1
-    session = TrustedSession(workload, job["seeds"], threads, progress, job["timing"])
+
+    def runner(artifact: Path, sha256: str, entry: str) -> Callable[[Arena, Arena], Candidate]:
+        return lambda ins, outs: Candidate(artifact, sha256, entry, ins, outs, threads,
+                                           memory_bytes, stall_s, env)
+
+    session = TrustedSession(workload, job["seeds"], threads, progress, job["timing"],
+                             runner(*spin_kernel(), "kl_launch"))
     try:
         candidates = []
         for build, entry in builds:
-            progress("sandbox", f"starting the runner for {build.artifact.name}")
-            candidates.append(session.load(lambda ins, outs, b=build, e=entry: Candidate(
-                b.artifact, b.artifact_sha256, e, ins, outs, threads, memory_bytes, stall_s, env)))
+            progress("sandbox", "starting the kernel's runner")
+            candidates.append(session.load(runner(build.artifact, build.artifact_sha256, entry)))
         if job["mode"] == "compare":
             pairs = session.paired_times(candidates[0], candidates[1], job["timing"])
             if isinstance(pairs[0], str):

@@ -56,6 +56,12 @@ class TimingStats(BaseModel):
     input_sets: int
     footprint_bytes: int = Field(description="Bytes of all rotated input and output sets")
     threads: int | None = None
+    clock_allowance_s: float | None = Field(
+        default=None, description="How far an honest kernel's clock read short of the trusted "
+        "side's round trip (calibrated); a call's time is at least its round trip less this")
+    clock_raised_share: float | None = Field(
+        default=None, description="Share of timed calls whose own clock read shorter than the "
+        "trusted clock allows, and were timed by the trusted clock instead")
 
 
 class SpeedOfLight(BaseModel):

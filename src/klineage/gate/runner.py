@@ -133,7 +133,9 @@ class _Run:
         self._stage("compile", True, started_build, "cached" if build.cached else "built",
                     resources=build.resources)
         symbols = forbidden_symbols(self.backend.imported_symbols(build.artifact),
-                                    self.kernel.allow_symbols, self.backend.denied_symbols)
+                                    self.kernel.allow_symbols, self.backend.denied_symbols,
+                                    self.backend.allowed_symbols)
+        symbols += self.backend.system_call_sites(build.artifact)
         self._stage("static", not symbols, started, "; ".join(symbols) or "source and symbols clean")
         if symbols:
             self._fail(Verdict.REJECTED_CHEAT, f"static check: the built kernel {_first(symbols)}")

@@ -35,10 +35,12 @@ from klineage import settings
 from klineage.backends._build_cache import cached_build
 from klineage.errors import ToolchainError, WorkerError
 
-__all__ = ["PAGE", "Arena", "Candidate", "CandidateFailed", "CallResult", "runner_binary"]
+__all__ = ["PAGE", "Arena", "CallResult", "Candidate", "CandidateFailed", "runner_binary",
+           "spin_kernel"]
 
 PAGE = mmap.PAGESIZE
 _RUNNER_SOURCE = Path(__file__).with_name("_runner.c")
+_SPIN_SOURCE = Path(__file__).with_name("_spin.c")
 _NOBODY = 65534
 _SYSCALL_NAMES_X86_64 = {
     0: "read", 1: "write", 2: "open", 9: "mmap", 10: "mprotect", 13: "rt_sigaction",
@@ -115,14 +117,22 @@ class Arena:
 @cache
 def runner_binary() -> tuple[Path, str]:
     """The runner, built once per toolchain from this package's source; (path, sha256)."""
-    source = _RUNNER_SOURCE.read_bytes()
+    return _trusted_build(_RUNNER_SOURCE, "kl_runner", ["-O2", "-std=gnu11"], ["-ldl"])
+
+
+@cache
+def spin_kernel() -> tuple[Path, str]:
+    """The calibration kernel (``_spin.c``): our own code, loaded the way a candidate is."""
+    return _trusted_build(_SPIN_SOURCE, "spin.so", ["-O2", "-fPIC", "-shared"], [])
+
+
+def _trusted_build(source: Path, name: str, flags: list[str], libs: list[str]) -> tuple[Path, str]:
     compiler = settings.c_compiler()
-    key = hashlib.sha256(source + compiler.encode()).hexdigest()
-    build = cached_build("runner", key, lambda out: [compiler, "-O2", "-std=gnu11", "-o", str(out),
-                                                     str(_RUNNER_SOURCE), "-ldl"],
-                         artifact_name="kl_runner")
+    key = hashlib.sha256(source.read_bytes() + "\0".join([compiler, *flags, *libs]).encode()).hexdigest()
+    build = cached_build("trusted", key, lambda out: [compiler, *flags, "-o", str(out), str(source),
+                                                      *libs], artifact_name=name)
     if not build.ok:
-        raise ToolchainError(f"could not build the candidate runner:\n{build.log[-2000:]}")
+        raise ToolchainError(f"could not build {source.name}:\n{build.log[-2000:]}")
     return build.artifact, build.artifact_sha256
 
 
@@ -192,13 +202,13 @@ class Candidate:
 
     # -- protocol --------------------------------------------------------------------------
     def call(self, in_offsets: list[int], out_offsets: list[int], axes: list[int],
-             params: list[float], step: str, dry: bool = False) -> CallResult:
-        """Run one call (``dry``: the whole protocol without calling the kernel)."""
+             params: list[float], step: str) -> CallResult:
+        """Run one call; the reply is checked by the caller."""
         idle_s = time.perf_counter() - self._last_reply_at
         cpu_before = self._cpu()
         words = [len(in_offsets), len(out_offsets), len(axes), len(params), *in_offsets,
                  *out_offsets, *axes]
-        line = ("D " if dry else "C ") + " ".join(map(str, words)) + "".join(
+        line = "C " + " ".join(map(str, words)) + "".join(
             f" {float(p).hex()}" for p in params)
         started = time.perf_counter()
         self._send(line)

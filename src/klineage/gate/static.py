@@ -1,8 +1,14 @@
-"""Static checks: what a kernel may not call, looked for in its source and in its binary.
+"""Static checks: what a kernel may import, call and contain, before anything runs.
 
-The source scan (tree-sitter) names the offending line; the symbol scan of the built object is
-what cannot be dodged with a macro. Both use the same deny-list; a kernel.toml may allow
-symbols by name (``allow_symbols``) where a workload has a real need.
+The built object's imported dynamic symbols must be on an **allow-list** (what kernels
+legitimately need: libc memory, string, math and time, threads, OpenMP, the C++ runtime, and
+what the backend adds, e.g. the CUDA runtime); a few families that the allow-list's patterns
+cover but kernels may not use are **denied** on top (file streams, the backend's own
+additions). The machine code may not contain system-call instructions. The source scan names
+the offending line for calls of denied names the file does not define itself (a helper called
+``exec_tile`` is the kernel's own business). None of this is the sandbox: the runner's seccomp
+filter stops what slips through; these checks give the clear reason early.
+``kernel.toml``'s ``allow_symbols`` adds names to the allow-list where a workload needs them.
 """
 
 from __future__ import annotations
@@ -12,19 +18,49 @@ from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
-__all__ = ["DENIED", "forbidden_in_source", "forbidden_symbols"]
+__all__ = ["ALLOWED", "DENIED", "forbidden_in_source", "forbidden_symbols"]
+
+ALLOWED: tuple[str, ...] = (
+    # memory and strings
+    "memcpy", "memmove", "memset", "memcmp", "memchr", "strlen", "strnlen", "strcmp", "strncmp",
+    "strcpy", "strncpy", "strcat", "strncat", "strchr", "strrchr", "strstr", "__*_chk",
+    "malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign", "memalign",
+    "qsort", "bsearch", "abs", "labs", "llabs", "div", "ldiv", "rand_r", "strtod", "strtof",
+    "strtol", "strtoll", "strtoul", "strtoull", "atoi", "atol", "atof",
+    # printing to the log (stdout and stderr are the runner's log file)
+    "printf", "puts", "putchar", "fprintf", "fputs", "fputc", "fflush", "snprintf", "sprintf",
+    "vsnprintf", "vfprintf", "vprintf", "stdout", "stderr", "fwrite", "perror",
+    # math
+    "sqrt*", "cbrt*", "exp*", "log*", "pow*", "sin*", "cos*", "tan*", "asin*", "acos*",
+    "atan*", "erf*", "tgamma*", "lgamma*", "fabs*", "floor*", "ceil*", "round*", "lround*",
+    "llround*", "trunc*", "rint*", "lrint*", "llrint*", "nearbyint*", "fma*", "fmax*", "fmin*",
+    "fmod*", "remainder*", "copysign*", "hypot*", "ldexp*", "frexp*", "modf*", "scalbn*",
+    "ilogb*", "nan", "nanf", "__fpclassify*", "__isnan*", "__isinf*", "__finite*", "__*_finite",
+    # time
+    "clock_gettime", "clock", "time", "gettimeofday", "nanosleep", "sched_yield",
+    # threads (the sandbox keeps them on the declared cores and inside the call)
+    "pthread_*", "sched_getaffinity", "sched_getcpu", "get_nprocs", "get_nprocs_conf", "sysconf",
+    "omp_*", "GOMP_*", "__kmpc_*",
+    # the C and C++ runtimes and toolchain boilerplate
+    "abort", "__assert_fail", "__stack_chk_fail", "__errno_location", "__tls_get_addr",
+    "__cxa_*", "__gxx_personality_v0", "_Unwind_*", "__gmon_start__", "_ITM_*",
+    "__libc_single_threaded", "operator new*", "operator delete*", "std::*", "typeinfo for *",
+    "vtable for *", "__dynamic_cast", "__once_proxy",
+)
 
 DENIED: dict[str, tuple[str, ...]] = {
     "file or network I/O": (
-        "fopen", "fopen64", "freopen", "fdopen", "open", "open64", "openat", "creat", "fread",
-        "fwrite", "fprintf", "fscanf", "read", "write", "pread", "pwrite", "unlink", "remove",
-        "rename", "mkdir", "socket", "connect", "bind", "listen", "accept", "send", "sendto",
-        "recv", "recvfrom", "getaddrinfo", "gethostbyname",
+        "fopen*", "freopen*", "fdopen", "open", "open64", "openat*", "__open*", "creat*", "fread",
+        "__read*_chk", "__pread*_chk", "__fread*", "__recv*",
+        "fscanf", "read", "write", "pread*", "pwrite*", "unlink*", "remove", "rename*", "mkdir*",
+        "socket", "connect", "bind", "listen", "accept*", "send*", "recv*", "getaddrinfo",
+        "gethostbyname", "std::*fstream*", "std::*filebuf*", "std::filesystem::*",
     ),
-    "processes, threads or dynamic loading outside the timed call": (
-        "system", "popen", "fork", "vfork", "exec*", "posix_spawn*", "dlopen", "dlsym",
-        "syscall", "ptrace", "kill", "signal", "sigaction", "pthread_create", "std::thread*",
-        "getenv", "setenv", "clone",
+    "processes, signals, dynamic loading or the environment": (
+        "system", "popen", "fork", "vfork", "execl*", "execv*", "execve*", "fexecve",
+        "posix_spawn*", "dlopen", "dlsym", "dlvsym", "dl_iterate_phdr", "syscall", "ptrace",
+        "kill", "signal", "sigaction", "raise", "getenv", "secure_getenv", "setenv", "putenv",
+        "clone*", "prctl", "mprotect", "mmap*", "process_vm_*", "std::system*",
     ),
     "a vendor library or framework for the op itself": (
         "cblas_*", "*gemm_", "*gemv_", "cublas*", "cudnn*", "mkl_*", "openblas_*", "at::*",
@@ -37,9 +73,7 @@ _DENY_INCLUDES = ("Python.h", "cblas.h", "cublas*", "cudnn*", "dlfcn.h", "sys/so
                   "netinet/*", "torch/*", "ATen/*")
 
 
-def _denial(name: str, allowed: Iterable[str], extra: dict[str, tuple[str, ...]]) -> str | None:
-    if name in allowed:
-        return None
+def _denial(name: str, extra: dict[str, tuple[str, ...]]) -> str | None:
     for why, patterns in (*DENIED.items(), *extra.items()):
         if any(fnmatch.fnmatchcase(name, p) for p in patterns):
             return why
@@ -47,26 +81,37 @@ def _denial(name: str, allowed: Iterable[str], extra: dict[str, tuple[str, ...]]
 
 
 def forbidden_symbols(
-    symbols: Iterable[str], allowed: Iterable[str] = (), extra: dict[str, tuple[str, ...]] | None = None
+    symbols: Iterable[str],
+    allowed: Iterable[str] = (),
+    extra_denied: dict[str, tuple[str, ...]] | None = None,
+    extra_allowed: Iterable[str] = (),
 ) -> list[str]:
-    """Lines for each imported symbol the kernel may not use."""
-    allowed = set(allowed)
+    """Lines for each imported symbol the kernel may not use: denied ones, and any that no
+    allow-list pattern covers. ``allowed`` (exact names, from kernel.toml) wins over both."""
+    named = set(allowed)
+    patterns = (*ALLOWED, *extra_allowed)
     found = []
     for symbol in sorted(symbols):
-        base = symbol.split("(")[0]
-        why = _denial(base, allowed, extra or {})
+        base = symbol.split("(")[0] if not symbol.startswith("operator") else symbol
+        if base in named or symbol in named:
+            continue
+        why = _denial(base, extra_denied or {})
         if why:
             found.append(f"imports {symbol!r} ({why})")
+        elif not any(fnmatch.fnmatchcase(base, p) for p in patterns):
+            found.append(f"imports {symbol!r}, which is not on the allow-list of what kernels "
+                         f"may call (a kernel.toml 'allow_symbols' entry can add it)")
     return found
 
 
 def forbidden_in_source(
     source: Path, allowed: Iterable[str] = (), extra: dict[str, tuple[str, ...]] | None = None
 ) -> list[str]:
-    """Lines for each forbidden call or include in a C/C++/CUDA source file."""
+    """Lines for each call of a denied function the file does not define, and each denied
+    include, in a C/C++/CUDA source file."""
     text = source.read_bytes().replace(b"__align__(", b"alignas(")  # a tree-sitter-cuda gap
     tree = _parser().parse(text)
-    allowed = set(allowed)
+    allowed = set(allowed) | _defined_functions(tree.root_node)
     found = []
     stack = [tree.root_node]
     while stack:
@@ -76,7 +121,8 @@ def forbidden_in_source(
         if node.type == "call_expression":
             callee = node.child_by_field_name("function")
             name = callee.text.decode(errors="replace") if callee is not None else ""
-            why = _denial(name.split("<")[0], allowed, extra or {})
+            base = name.split("<")[0]
+            why = None if base in allowed else _denial(base, extra or {})
             if why:
                 found.append(f"{source.name}:{line}: calls {name}() ({why})")
         elif node.type == "preproc_include":
@@ -85,6 +131,23 @@ def forbidden_in_source(
             if any(fnmatch.fnmatchcase(target, p) for p in _DENY_INCLUDES) and target not in allowed:
                 found.append(f"{source.name}:{line}: includes <{target}> (not allowed in kernels)")
     return sorted(found, key=lambda s: int(s.split(":")[1]))
+
+
+def _defined_functions(root) -> set[str]:  # root: tree_sitter.Node
+    names = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        if node.type != "function_definition":
+            continue
+        declarator = node.child_by_field_name("declarator")
+        while declarator is not None and declarator.type != "function_declarator":
+            declarator = declarator.child_by_field_name("declarator")
+        inner = declarator.child_by_field_name("declarator") if declarator is not None else None
+        if inner is not None:
+            names.add(inner.text.decode(errors="replace"))
+    return names
 
 
 @cache

@@ -43,7 +43,8 @@ def paired_decision(
     return float(np.exp(np.median(logs))), float(np.exp(low)), float(np.exp(high)), decision
 
 
-def comparison_record(times_a: Sequence[float], times_b: Sequence[float], seed: int) -> dict[str, float | int | str]:
+def comparison_record(times_a: Sequence[float], times_b: Sequence[float],
+                      seed: int) -> dict[str, float | int | str]:
     """What a paired comparison reports: the decision and each side's centre and spread."""
     ratio, low, high, decision = paired_decision(times_a, times_b, seed=seed)
     return {"ratio": ratio, "ci_low": low, "ci_high": high, "pairs": len(times_a),
