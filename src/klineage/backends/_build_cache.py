@@ -25,8 +25,11 @@ from klineage.backends.base import BuildResult
 from klineage.errors import ToolchainError
 from klineage.settings import cache_dir
 
-__all__ = ["ARTIFACT_NAME", "cached_build", "imported_symbols", "parse_nm_undefined", "run_tool",
-           "system_call_sites"]
+__all__ = ["ARTIFACT_NAME", "SANDBOX_SOURCES", "cached_build", "imported_symbols",
+           "parse_nm_undefined", "run_tool", "system_call_sites", "trusted_build"]
+
+SANDBOX_SOURCES = Path(__file__).parent.parent / "gate"
+"""Where the sandbox's own native code lives (the runner, the calibration kernels)."""
 
 ARTIFACT_NAME = "kernel.so"
 
@@ -52,6 +55,17 @@ def parse_nm_undefined(text: str) -> set[str]:
         if match:
             names.add(match.group(1).split("@")[0])
     return names
+
+
+def trusted_build(source: Path, name: str, command: Sequence[str]) -> tuple[Path, str]:
+    """Build klineage's own native code (never a candidate's): (artifact, sha256).
+    ``command`` is the compiler command without its output; ``-o`` and the source are added."""
+    key = hashlib.sha256(source.read_bytes() + "\0".join(command).encode()).hexdigest()
+    build = cached_build("trusted", key, lambda out: [*command, "-o", str(out), str(source)],
+                         artifact_name=name)
+    if not build.ok:
+        raise ToolchainError(f"could not build {source.name}:\n{build.log[-2000:]}")
+    return build.artifact, build.artifact_sha256
 
 
 def imported_symbols(artifact: Path) -> set[str]:

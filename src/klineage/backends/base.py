@@ -17,7 +17,7 @@ import numpy as np
 
 from klineage.workload.model import KernelSpec, TensorSpec
 
-__all__ = ["Backend", "BuildResult", "Ceilings", "Device"]
+__all__ = ["Backend", "BuildResult", "Ceilings", "Device", "RunnerSpec"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,16 @@ class BuildResult:
         data = asdict(self)
         data["artifact"] = str(self.artifact) if self.artifact else None
         return data
+
+
+@dataclass(frozen=True)
+class RunnerSpec:
+    """A built sandbox runner (``gate/_runner.c`` for one backend) and the arguments it takes
+    after the arenas (CPU: bytes of private cache to flush before each call)."""
+
+    path: Path
+    sha256: str
+    extra_args: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -154,6 +164,12 @@ class Backend(Protocol):
 
     def sandbox_env(self, threads: int | None) -> dict[str, str]:
         """The whole environment of a sandboxed runner (nothing of ours is inherited)."""
+
+    def sandbox_runner(self) -> RunnerSpec:
+        """The runner built for this backend (our code, hash-checked before each start)."""
+
+    def calibration_kernel(self) -> tuple[Path, str]:
+        """Our spin kernel, (artifact, sha256): how far an honest kernel's clock reads short."""
 
     def address_space_limit_ok(self) -> bool:
         """Whether RLIMIT_AS can cap the worker (not with CUDA, which reserves huge ranges)."""

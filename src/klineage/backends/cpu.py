@@ -18,14 +18,17 @@ from typing import Any, ClassVar
 import numpy as np
 
 from klineage import settings
+from klineage.backends._arenas import HostArena
 from klineage.backends._build_cache import (
+    SANDBOX_SOURCES,
     cached_build,
     imported_symbols,
     run_tool,
     system_call_sites,
+    trusted_build,
 )
 from klineage.backends._shared import bind_launch, cached_ceilings
-from klineage.backends.base import BuildResult, Ceilings
+from klineage.backends.base import BuildResult, Ceilings, RunnerSpec
 from klineage.errors import ToolchainError
 from klineage.workload.dtypes import dtype_info
 from klineage.workload.inputs import generate_array
@@ -93,6 +96,16 @@ class CpuBackend:
         # No OMP_PROC_BIND: on shared 2-vCPU machines pinning was measured to halve throughput.
         return {"OMP_NUM_THREADS": count, "OPENBLAS_NUM_THREADS": count, "MKL_NUM_THREADS": count}
 
+    def sandbox_runner(self) -> RunnerSpec:
+        path, sha = trusted_build(SANDBOX_SOURCES / "_runner.c", "kl_runner",
+                                  [settings.c_compiler(), "-O2", "-std=gnu11", "-pthread", "-ldl"])
+        # The runner writes this much of its own memory before each call: private caches cold.
+        return RunnerSpec(path, sha, (str(2 * _per_core_cache_bytes()),))
+
+    def calibration_kernel(self) -> tuple[Path, str]:
+        return trusted_build(SANDBOX_SOURCES / "_spin.c", "spin.so",
+                             [settings.c_compiler(), "-O2", "-fPIC", "-shared"])
+
     def sandbox_env(self, threads: int | None) -> dict[str, str]:
         # Passive OpenMP threads sleep as soon as a region ends, so a process that still burns
         # CPU after its call returned is doing work outside the timed call.
@@ -150,12 +163,29 @@ class CpuBackend:
 
 
 class CpuDevice:
-    """Buffers are 64-byte aligned numpy arrays; timing is the host clock around the call."""
+    """Buffers are 64-byte aligned numpy arrays; timing is the host clock around the call.
+
+    On the trusted side of the sandbox it holds the arenas the runner shares (memfds: inputs
+    reach the runner read-only, so ``inputs_protected``)."""
 
     torch_device = "cpu"
+    inputs_protected = True
 
-    def __init__(self) -> None:
-        self._flush = np.ones(2 * _per_core_cache_bytes() // 8, dtype=np.float64)
+    def arena(self, nbytes: int, name: str) -> HostArena:
+        return HostArena(nbytes, name)
+
+    def upload(self, values: np.ndarray) -> np.ndarray:
+        return values
+
+    def put(self, view: np.ndarray, values: np.ndarray) -> None:
+        view[...] = values
+
+    def clone(self, view: np.ndarray) -> np.ndarray:
+        return view.copy()
+
+    def copy_into(self, sink: np.ndarray, view: np.ndarray) -> None:
+        np.copyto(sink, view)
+
 
     def random(self, spec: TensorSpec, dims: tuple[int, ...], seed: int, index: int) -> np.ndarray:
         array = generate_array(spec, dims, seed, index)
@@ -211,8 +241,9 @@ class CpuDevice:
         return elapsed, elapsed, rc
 
     def flush_cache(self) -> None:
-        # Private caches only; the shared last-level cache is handled by rotating input sets.
-        self._flush += 1.0
+        # The runner flushes its core's private caches itself (RunnerSpec.extra_args); the shared
+        # last-level cache is defeated by rotating input sets.
+        pass
 
 
 @cache

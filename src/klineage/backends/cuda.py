@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from klineage import settings
+from klineage.backends._arenas import CudaArena
 from klineage.backends._build_cache import (
     cached_build,
     imported_symbols,
@@ -238,9 +239,32 @@ def sass(artifact: Path) -> str:
 
 
 class CudaDevice:
-    """Worker side: torch tensors on the GPU, one non-default stream for every launch."""
+    """Torch tensors on the GPU, one non-default stream for every launch.
+
+    On the trusted side of the sandbox it holds the arenas the runner shares (device memory by
+    IPC handle; the runner can write them, so inputs are compared with a copy after each call)."""
 
     torch_device = "cuda"
+    inputs_protected = False
+
+    def arena(self, nbytes: int, name: str) -> CudaArena:
+        return CudaArena(nbytes, name, self._torch)
+
+    def upload(self, values: np.ndarray) -> Any:
+        if values.dtype.name == "bfloat16":
+            tensor = self._torch.from_numpy(values.view(np.int16)).view(self._torch.bfloat16)
+        else:
+            tensor = self._torch.from_numpy(np.ascontiguousarray(values))
+        return tensor.to("cuda")
+
+    def put(self, view: Any, values: Any) -> None:
+        view.copy_(self.upload(values) if isinstance(values, np.ndarray) else values)
+
+    def clone(self, view: Any) -> Any:
+        return view.clone()
+
+    def copy_into(self, sink: Any, view: Any) -> None:
+        sink.copy_(view)
 
     def __init__(self) -> None:
         import torch

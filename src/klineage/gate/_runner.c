@@ -13,7 +13,8 @@
  *     (SIGSYS), which is reported with its number and ends the process.
  *
  * Descriptors: 0 /dev/null, 1 and 2 the log; argv: KERNEL ENTRY IN_BYTES OUT_BYTES CMD_FD REPLY_FD
- * IN_FD OUT_FD (commands in, replies out, the inputs' read-only descriptor, the outputs').
+ * IN_FD OUT_FD [FLUSH_BYTES] (commands in, replies out, the inputs' read-only descriptor, the
+ * outputs', and how much memory to write before each call so private caches start cold).
  * Commands (one line each) and replies:
  *   C nin nout naxes nparams in_off... out_off... axes... params(%a)...  ->  R rc ns
  *   P offset length prot(0|3)                                            ->  K
@@ -293,6 +294,8 @@ static int64_t now_ns(void) {
 }
 
 /* -- commands ------------------------------------------------------------------------------ */
+static char* flush_buffer;
+static size_t flush_bytes;
 static char* in_base;
 static char* out_base;
 static size_t in_bytes, out_bytes;
@@ -344,6 +347,7 @@ static void run_call(launch_fn launch, char* line) {
     for (int i = 0; i < nout; i++) outs[i] = arena_pointer(out_base, out_bytes, words[at++]);
     for (int i = 0; i < naxes; i++) axes[i] = strtoll(words[at++], NULL, 10);
     for (int i = 0; i < nparams; i++) params[i] = strtod(words[at++], NULL);
+    for (size_t i = 0; i < flush_bytes; i += 64) flush_buffer[i]++; /* this core's caches cold */
     int64_t start = now_ns();
     int rc = launch(ins, outs, axes, params, NULL);
     int64_t elapsed = now_ns() - start;
@@ -363,8 +367,11 @@ static void protect(char* line) {
 }
 
 int main(int argc, char** argv) {
-    REPLY_FD = argc == 9 ? atoi(argv[6]) : 2;
-    if (argc != 9) fail("usage", "kl_runner KERNEL ENTRY IN_BYTES OUT_BYTES CMD REPLY IN OUT");
+    REPLY_FD = argc >= 9 ? atoi(argv[6]) : 2;
+    if (argc != 9 && argc != 10)
+        fail("usage", "kl_runner KERNEL ENTRY IN_BYTES OUT_BYTES CMD REPLY IN OUT [FLUSH_BYTES]");
+    flush_bytes = argc == 10 ? strtoull(argv[9], NULL, 10) : 0;
+    if (flush_bytes && !(flush_buffer = malloc(flush_bytes))) fail("cannot allocate", "flush buffer");
     CMD_FD = atoi(argv[5]);
     IN_FD = atoi(argv[7]);
     OUT_FD = atoi(argv[8]);

@@ -28,12 +28,14 @@ from typing import Any
 
 import numpy as np
 
+from klineage.backends._arenas import PAGE
+from klineage.backends.base import Backend, Device
 from klineage.gate._compare import output_mismatch
-from klineage.gate.sandbox import PAGE, Arena, CallResult, Candidate, CandidateFailed, spin_kernel
+from klineage.gate.sandbox import Arena, CallResult, Candidate, CandidateFailed
 from klineage.gate.stats import summarize_trials
 from klineage.workload import load_reference, poison_value, run_reference
 from klineage.workload.dtypes import dtype_info
-from klineage.workload.inputs import draw_values, generate_array
+from klineage.workload.inputs import draw_values
 from klineage.workload.model import Workload
 
 __all__ = ["TrustedSession", "arena_sizes"]
@@ -64,8 +66,10 @@ class _Set:
     in_offsets: list[int]
     outputs: list[_Output]
     seed: int
-    fresh: list[tuple[np.ndarray, np.ndarray] | None] = field(default_factory=list)
+    fresh: list[tuple[Any, Any] | None] = field(default_factory=list)
     """Per input, the blocks redrawn for the last call and their original values."""
+    mirror: list[Any] = field(default_factory=list)
+    """Where the runner could write inputs (GPU memory): our own copy, compared after each call."""
 
 
 class _Reservoir:
@@ -87,16 +91,17 @@ class _Reservoir:
 class TrustedSession:
     """Checks and times candidates, each a ``Candidate`` in its own runner process."""
 
-    def __init__(self, workload: Workload, seeds: list[int], threads: int,
+    def __init__(self, workload: Workload, device: Device, seeds: list[int], threads: int,
                  progress: Callable[[str, str], None], timing: dict[str, Any],
                  make_spin: Callable[[Arena, Arena], Candidate]):
         self.workload, self.seeds, self.threads, self.progress = workload, seeds, threads, progress
+        self.device = device
         self.reference = load_reference(workload)
         self.checks_done = 0
         self._rng = np.random.default_rng([seeds[-1], 0x5EC2E7])  # never leaves this process
         self._round = 0
         in_bytes, out_bytes = arena_sizes(workload, timing)
-        self.inputs = Arena(in_bytes, "inputs")
+        self.inputs = device.arena(in_bytes, "inputs")
         self._out_bytes = out_bytes
         self._next_out = PAGE  # the arena starts with a guard page
         self.candidates: list[tuple[Candidate, Arena]] = []
@@ -104,7 +109,7 @@ class TrustedSession:
         self._spin: Candidate | None = None
 
     def load(self, make: Callable[[Arena, Arena], Candidate]) -> Candidate:
-        outputs = Arena(self._out_bytes, "outputs")
+        outputs = self.device.arena(self._out_bytes, "outputs")
         candidate = make(self.inputs, outputs)
         self.candidates.append((candidate, outputs))
         return candidate
@@ -129,10 +134,10 @@ class TrustedSession:
     def _new_set(self, axes: dict[str, int], seed: int) -> _Set:
         inputs, offsets = [], []
         for index, spec in enumerate(self.workload.inputs):
-            values = generate_array(spec, spec.dims(axes), seed, index)
-            offset = self.inputs.take(max(values.nbytes, 1))
-            view = self.inputs.view(offset, values.shape, values.dtype)
-            view[...] = values
+            dims = spec.dims(axes)
+            offset = self.inputs.take(max(_nbytes(spec, axes), 1))
+            view = self.inputs.view(offset, dims, dtype_info(spec.dtype).numpy)
+            self.device.put(view, self.device.random(spec, dims, seed, index))
             inputs.append(view)
             offsets.append(offset)
         outputs = []
@@ -145,16 +150,20 @@ class TrustedSession:
                 raise RuntimeError("internal: output arena too small")
             outputs.append(_Output(offset, nbytes, span))
             for candidate, arena in self.candidates:
-                arena.base[offset + nbytes:offset + span] = _CANARY
+                self.device.fill(arena.region(offset + nbytes, offset + span), _CANARY, bytewise=True)
                 candidate.protect(offset + span, PAGE, accessible=False)
-        return _Set(axes, inputs, offsets, outputs, seed, [None] * len(inputs))
+        mirror = [] if self.device.inputs_protected else [self.device.clone(v) for v in inputs]
+        return _Set(axes, inputs, offsets, outputs, seed, [None] * len(inputs), mirror)
 
     def _write_seed(self, bufs: _Set, seed: int) -> None:
         for index, (spec, view) in enumerate(zip(self.workload.inputs, bufs.inputs, strict=True)):
-            view[...] = generate_array(spec, view.shape, seed, index)
+            values = self.device.random(spec, spec.dims(bufs.axes), seed, index)
+            self.device.put(view, values)
+            if bufs.mirror:
+                self.device.put(bufs.mirror[index], values)
         bufs.seed = seed
 
-    def _output_views(self, bufs: _Set, arena: Arena) -> list[np.ndarray]:
+    def _output_views(self, bufs: _Set, arena: Arena) -> list[Any]:
         return [arena.view(o.offset, spec.dims(bufs.axes), dtype_info(spec.dtype).numpy)
                 for o, spec in zip(bufs.outputs, self.workload.outputs, strict=True)]
 
@@ -162,16 +171,14 @@ class TrustedSession:
     def _poison(self, bufs: _Set, arena: Arena) -> None:
         self._round += 1
         for spec, view in zip(self.workload.outputs, self._output_views(bufs, arena), strict=True):
-            value = poison_value(spec.dtype, self._round)
-            if spec.dtype == "bool":
-                view.view(np.uint8).fill(value)
-            else:
-                view.fill(value)
+            self.device.fill(view, poison_value(spec.dtype, self._round), bytewise=spec.dtype == "bool")
 
     def _call(self, candidate: Candidate, bufs: _Set, stage: str, detail: str) -> CallResult:
         arena = self._arena_of(candidate)
         self._poison(bufs, arena)
         self.progress(stage, detail)
+        self.device.flush_cache()
+        self.device.synchronize()  # our writes land before the runner reads
         try:
             result = candidate.call(bufs.in_offsets, [o.offset for o in bufs.outputs],
                                     [bufs.axes[a] for a in self.workload.axes],
@@ -185,7 +192,7 @@ class TrustedSession:
             raise
         if result.rc != 0:
             raise CandidateFailed("crashed", f"{detail}: kl_launch returned {result.rc}")
-        problem = self._canaries(bufs, arena) or self._accounting(result)
+        problem = self._canaries(bufs, arena) or self._inputs_intact(bufs) or self._accounting(result)
         if problem:
             raise CandidateFailed(problem[0], f"{detail}: {problem[1]}")
         return result
@@ -199,9 +206,17 @@ class TrustedSession:
     def _arena_of(self, candidate: Candidate) -> Arena:
         return next(arena for c, arena in self.candidates if c is candidate)
 
+    def _inputs_intact(self, bufs: _Set) -> Failure | None:
+        for spec, view, mine in zip(self.workload.inputs, bufs.inputs, bufs.mirror, strict=False):
+            changed = self.device.bytes_differ(view, mine)
+            if changed:
+                return "incorrect", (f"input {spec.name!r} was modified by the kernel ({changed} "
+                                     f"bytes changed)")
+        return None
+
     def _canaries(self, bufs: _Set, arena: Arena) -> Failure | None:
         for spec, out in zip(self.workload.outputs, bufs.outputs, strict=True):
-            tail = arena.base[out.offset + out.nbytes:out.offset + out.span]
+            tail = arena.region(out.offset + out.nbytes, out.offset + out.span)
             if tail.size and bool((tail != _CANARY).any()):
                 return "incorrect", (f"output {spec.name!r}: the kernel wrote past its end "
                                      f"({int((tail != _CANARY).sum())} bytes beyond it changed)")
@@ -223,22 +238,25 @@ class TrustedSession:
                                       f"running past the call)")
         return None
 
-    def _verify(self, bufs: _Set, given: list[np.ndarray], got: list[np.ndarray]) -> str | None:
-        inputs = {s.name: a.copy() for s, a in zip(self.workload.inputs, given, strict=True)}
-        want = run_reference(self.workload, self.reference, inputs, bufs.axes)
+    def _verify(self, bufs: _Set, given: list[Any], got: list[Any]) -> str | None:
+        device, framework = self.device, self.workload.framework
+        inputs = {s.name: device.reference_input(a, framework)
+                  for s, a in zip(self.workload.inputs, given, strict=True)}
+        want = run_reference(self.workload, self.reference, inputs, bufs.axes,
+                             torch_device=device.torch_device)
         self.checks_done += 1
         for spec, value in zip(self.workload.outputs, got, strict=True):
             rtol, atol = self.workload.tolerance_for(spec)
             kind = "bool" if spec.dtype == "bool" else "float" if dtype_info(spec.dtype).is_float else "int"
-            problem = output_mismatch(spec.name, _native(value, spec.dtype),
-                                      _native(want[spec.name], spec.dtype), rtol, atol, kind)
+            problem = output_mismatch(spec.name, device.native(value, spec.dtype),
+                                      device.native(want[spec.name], spec.dtype), rtol, atol, kind)
             if problem:
                 return problem
         return None
 
     def _call_and_verify(self, candidate: Candidate, bufs: _Set, what: str) -> None:
         self._call(candidate, bufs, "correctness", what)
-        outputs = [v.copy() for v in self._output_views(bufs, self._arena_of(candidate))]
+        outputs = [self.device.clone(v) for v in self._output_views(bufs, self._arena_of(candidate))]
         problem = self._verify(bufs, bufs.inputs, outputs)
         if problem:
             raise CandidateFailed("incorrect", f"{what}: {problem}")
@@ -265,28 +283,29 @@ class TrustedSession:
         return None
 
     # -- fresh inputs -----------------------------------------------------------------------
-    def _freshen(self, bufs: _Set) -> list[tuple[np.ndarray, np.ndarray] | None]:
+    def _freshen(self, bufs: _Set) -> list[tuple[Any, Any]]:
         """Redraw a random share of every input's blocks; returns what was drawn, per input."""
-        drawn = []
+        device, drawn = self.device, []
         for index, (spec, view) in enumerate(zip(self.workload.inputs, bufs.inputs, strict=True)):
             blocks = _blocks(view)
             previous = bufs.fresh[index]
-            if previous is not None:
-                blocks[previous[0]] = previous[1]  # back to the base values
             count = max(1, len(blocks) // _FRESH_SHARE)
-            picked = np.unique(self._rng.integers(0, len(blocks), count))
-            originals = blocks[picked].copy()
-            values = draw_values(spec, (len(picked), blocks.shape[1]), self._rng)
-            blocks[picked] = values
+            picked = device.upload(np.unique(self._rng.integers(0, len(blocks), count)))
+            values = device.upload(draw_values(spec, (len(picked), blocks.shape[1]), self._rng))
+            for target in (blocks, *([_blocks(bufs.mirror[index])] if bufs.mirror else [])):
+                if previous is not None:
+                    target[previous[0]] = previous[1]  # back to the base values
+                originals = target[picked]
+                target[picked] = values
             bufs.fresh[index] = (picked, originals)
             drawn.append((picked, values))
         return drawn
 
-    def _inputs_of(self, bufs: _Set, drawn: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+    def _inputs_of(self, bufs: _Set, drawn: list[tuple[Any, Any]]) -> list[Any]:
         """The inputs a kept call saw, rebuilt from the base values and what it drew."""
         rebuilt = []
         for view, (picked, values), current in zip(bufs.inputs, drawn, bufs.fresh, strict=True):
-            copy = view.copy()
+            copy = self.device.clone(view)
             blocks = _blocks(copy)
             if current is not None:
                 blocks[current[0]] = current[1]
@@ -309,14 +328,15 @@ class TrustedSession:
         slot = reservoir.slot()
         target = aside[slot if slot is not None else -1]  # the last one is scratch: same cost
         for sink, view in zip(target, self._output_views(bufs, self._arena_of(candidate)), strict=True):
-            np.copyto(sink, view)
+            self.device.copy_into(sink, view)
         if slot is not None:
             reservoir.kept[slot] = (tag, bufs, drawn)
         return result
 
-    def _aside(self, bufs: _Set) -> list[list[np.ndarray]]:
+    def _aside(self, bufs: _Set) -> list[list[Any]]:
         layout = [(spec.dims(bufs.axes), dtype_info(spec.dtype).numpy) for spec in self.workload.outputs]
-        return [[np.empty(shape, dtype) for shape, dtype in layout] for _ in range(_KEPT_TIMED_CALLS + 1)]
+        return [[self.device.empty(shape, dtype) for shape, dtype in layout]
+                for _ in range(_KEPT_TIMED_CALLS + 1)]
 
     def _verify_kept(self, reservoir: _Reservoir, aside: list[list[np.ndarray]],
                      describe: Callable[[Any], str]) -> Failure | None:
@@ -403,7 +423,7 @@ class TrustedSession:
         """Calls of our calibration kernel, each after the same work on our side as a timed
         call gets, on the same input sets."""
         if self._spin is None:
-            self._spin_outputs = Arena(self._out_bytes, "calibration")
+            self._spin_outputs = self.device.arena(self._out_bytes, "calibration")
             self._spin = self._make_spin(self.inputs, self._spin_outputs)
         aside = self._aside(sets[0])[-1]
         gaps = []
@@ -411,12 +431,14 @@ class TrustedSession:
             bufs = sets[index % len(sets)]
             self._freshen(bufs)
             self._poison(bufs, self._spin_outputs)
+            self.device.flush_cache()
+            self.device.synchronize()
             sizes = [v.nbytes for v in bufs.inputs] + [o.nbytes for o in bufs.outputs]
             result = self._spin.call(bufs.in_offsets, [o.offset for o in bufs.outputs],
                                      [len(bufs.inputs), len(bufs.outputs), *sizes], [seconds],
                                      "profile: calibrating the clocks")
             for sink, view in zip(aside, self._output_views(bufs, self._spin_outputs), strict=True):
-                np.copyto(sink, view)
+                self.device.copy_into(sink, view)
             gaps.append(result.wall_s - result.reported_s)
         return np.asarray(gaps)
 
@@ -495,34 +517,28 @@ def _blocks(view: np.ndarray) -> np.ndarray:
     return flat[:flat.size - flat.size % width].reshape(-1, width)
 
 
-def _native(array: Any, dtype: str) -> np.ndarray:
-    array = np.asarray(array)
-    if dtype == "bool":
-        # Raw bytes: astype(bool) would turn the 0xAB poison into a plausible True.
-        return array.view(np.uint8) if array.dtype == np.bool_ else array.astype(np.uint8)
-    return array.astype(np.float64) if dtype_info(dtype).is_float else array
-
-
-def run_sandboxed(workload: Workload, job: dict[str, Any], builds: list[tuple[Any, str]],
-                  env: dict[str, str], stall_s: float, memory_bytes: int | None,
+def run_sandboxed(workload: Workload, backend: Backend, job: dict[str, Any],
+                  builds: list[tuple[Any, str]], stall_s: float, memory_bytes: int | None,
                   progress: Callable[[str, str], None]) -> dict[str, Any]:
     """One gate job (``mode`` 'gate' or 'compare') with each kernel in its own runner; the
     result has the worker's shape: outcome, reason, checks, timing or comparison."""
     from klineage.gate.stats import comparison_record
 
     threads = job["threads"] or 1
+    runner, env = backend.sandbox_runner(), backend.sandbox_env(threads)
 
-    def runner(artifact: Path, sha256: str, entry: str) -> Callable[[Arena, Arena], Candidate]:
-        return lambda ins, outs: Candidate(artifact, sha256, entry, ins, outs, threads,
+    def start(artifact: Path, sha256: str, entry: str) -> Callable[[Arena, Arena], Candidate]:
+        return lambda ins, outs: Candidate(runner, (artifact, sha256), entry, ins, outs, threads,
                                            memory_bytes, stall_s, env)
 
-    session = TrustedSession(workload, job["seeds"], threads, progress, job["timing"],
-                             runner(*spin_kernel(), "kl_launch"))
+    device = backend.open_device(threads)
+    session = TrustedSession(workload, device, job["seeds"], threads, progress, job["timing"],
+                             start(*backend.calibration_kernel(), "kl_launch"))
     try:
         candidates = []
         for build, entry in builds:
             progress("sandbox", "starting the kernel's runner")
-            candidates.append(session.load(runner(build.artifact, build.artifact_sha256, entry)))
+            candidates.append(session.load(start(build.artifact, build.artifact_sha256, entry)))
         if job["mode"] == "compare":
             pairs = session.paired_times(candidates[0], candidates[1], job["timing"])
             if isinstance(pairs[0], str):

@@ -198,8 +198,8 @@ class _Run:
         lock = settings.cache_dir() / "locks" / f"{self.backend.device_key()}.lock"
         lock.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(str(lock)):
-            return run_sandboxed(self.workload, job, [(b, k.entry) for b, k in builds],
-                                 self.backend.sandbox_env(self.threads), limits.stall_s,
+            return run_sandboxed(self.workload, self.backend, job,
+                                 [(b, k.entry) for b, k in builds], limits.stall_s,
                                  limits.memory_bytes, self.progress)
 
     def _worker(self, build: BuildResult) -> bool:

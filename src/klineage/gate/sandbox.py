@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import math
-import mmap
 import os
 import resource
 import select
@@ -26,29 +24,22 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
-import numpy as np
+from klineage.backends._arenas import CudaArena, HostArena
+from klineage.backends.base import RunnerSpec
+from klineage.errors import WorkerError
 
-from klineage import settings
-from klineage.backends._build_cache import cached_build
-from klineage.errors import ToolchainError, WorkerError
+__all__ = ["Arena", "CallResult", "Candidate", "CandidateFailed", "private_copy"]
 
-__all__ = ["PAGE", "Arena", "CallResult", "Candidate", "CandidateFailed", "runner_binary",
-           "spin_kernel"]
-
-PAGE = mmap.PAGESIZE
-_RUNNER_SOURCE = Path(__file__).with_name("_runner.c")
-_SPIN_SOURCE = Path(__file__).with_name("_spin.c")
-_NOBODY = 65534
+Arena = HostArena | CudaArena
 _SYSCALL_NAMES_X86_64 = {
     0: "read", 1: "write", 2: "open", 9: "mmap", 10: "mprotect", 13: "rt_sigaction",
-    16: "ioctl", 20: "writev", 21: "access", 41: "socket", 42: "connect", 49: "bind",
-    56: "clone", 57: "fork", 58: "vfork", 59: "execve", 62: "kill", 82: "rename", 83: "mkdir",
-    87: "unlink", 101: "ptrace", 157: "prctl", 257: "openat", 310: "process_vm_readv",
-    311: "process_vm_writev", 317: "seccomp", 319: "memfd_create", 322: "execveat",
-    435: "clone3", 437: "openat2",
+    16: "ioctl", 20: "writev", 21: "access", 28: "madvise", 41: "socket", 42: "connect",
+    49: "bind", 56: "clone", 57: "fork", 58: "vfork", 59: "execve", 62: "kill", 82: "rename",
+    83: "mkdir", 87: "unlink", 101: "ptrace", 157: "prctl", 257: "openat",
+    310: "process_vm_readv", 311: "process_vm_writev", 317: "seccomp", 319: "memfd_create",
+    322: "execveat", 435: "clone3", 437: "openat2",
 }
 
 
@@ -76,66 +67,6 @@ class CallResult:
     idle_s: float
 
 
-class Arena:
-    """A shared-memory region: numpy views here, offsets for the runner."""
-
-    def __init__(self, nbytes: int, name: str):
-        self.nbytes = max(PAGE, _round_up(nbytes, PAGE))
-        self.fd = os.memfd_create(f"klineage-{name}", os.MFD_CLOEXEC)
-        os.ftruncate(self.fd, self.nbytes)
-        self._map = mmap.mmap(self.fd, self.nbytes)
-        self.base = np.frombuffer(self._map, dtype=np.uint8)
-        self._next = 0
-
-    def read_only_fd(self) -> int:
-        """A new descriptor of the same memory that can only be mapped for reading."""
-        return os.open(f"/proc/self/fd/{self.fd}", os.O_RDONLY | os.O_CLOEXEC)
-
-    def reset(self) -> None:
-        self._next = 0
-
-    def take(self, nbytes: int, align: int = 64) -> int:
-        """Reserve ``nbytes`` at an aligned offset; returns the offset."""
-        offset = _round_up(self._next, align)
-        if offset + nbytes > self.nbytes:
-            raise WorkerError(f"internal: shared arena too small ({offset + nbytes} > {self.nbytes})")
-        self._next = offset + nbytes
-        return offset
-
-    def view(self, offset: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        dtype = np.dtype(dtype)
-        count = math.prod(shape)
-        return self.base[offset:offset + count * dtype.itemsize].view(dtype).reshape(shape)
-
-    def close(self) -> None:
-        self.base = None  # type: ignore[assignment]
-        with contextlib.suppress(BufferError):
-            self._map.close()
-        os.close(self.fd)
-
-
-@cache
-def runner_binary() -> tuple[Path, str]:
-    """The runner, built once per toolchain from this package's source; (path, sha256)."""
-    return _trusted_build(_RUNNER_SOURCE, "kl_runner", ["-O2", "-std=gnu11"], ["-ldl"])
-
-
-@cache
-def spin_kernel() -> tuple[Path, str]:
-    """The calibration kernel (``_spin.c``): our own code, loaded the way a candidate is."""
-    return _trusted_build(_SPIN_SOURCE, "spin.so", ["-O2", "-fPIC", "-shared"], [])
-
-
-def _trusted_build(source: Path, name: str, flags: list[str], libs: list[str]) -> tuple[Path, str]:
-    compiler = settings.c_compiler()
-    key = hashlib.sha256(source.read_bytes() + "\0".join([compiler, *flags, *libs]).encode()).hexdigest()
-    build = cached_build("trusted", key, lambda out: [compiler, *flags, "-o", str(out), str(source),
-                                                      *libs], artifact_name=name)
-    if not build.ok:
-        raise ToolchainError(f"could not build {source.name}:\n{build.log[-2000:]}")
-    return build.artifact, build.artifact_sha256
-
-
 def private_copy(artifact: Path, sha256: str, folder: Path) -> Path:
     """Copy a build artifact where no candidate can write and check it is what was built."""
     target = folder / artifact.name
@@ -152,34 +83,33 @@ class Candidate:
     """One runner process holding one kernel. Use as a context manager: the whole process
     group is killed on exit, whatever happened."""
 
-    def __init__(self, artifact: Path, artifact_sha256: str, entry: str, inputs: Arena,
+    def __init__(self, runner: RunnerSpec, kernel: tuple[Path, str], entry: str, inputs: Arena,
                  outputs: Arena, threads: int, memory_bytes: int | None, stall_s: float,
                  env: dict[str, str]):
         self.stall_s, self.threads, self.memory_bytes = stall_s, threads, memory_bytes
         self._folder = Path(tempfile.mkdtemp(prefix="klineage-candidate-"))
         self._folder.chmod(0o755)  # the runner reads its kernel as nobody
-        kernel = private_copy(artifact, artifact_sha256, self._folder)
-        runner_path, runner_sha = runner_binary()
-        runner = private_copy(runner_path, runner_sha, self._folder)
-        runner.chmod(0o555)
+        library = private_copy(*kernel, self._folder)
+        program = private_copy(runner.path, runner.sha256, self._folder)
+        program.chmod(0o555)
         command_r, self._command = os.pipe()
         self._reply, reply_w = os.pipe()
-        inputs_ro = inputs.read_only_fd()
+        in_arg, in_fds = inputs.runner_handle(read_only=True)
+        out_arg, out_fds = outputs.runner_handle(read_only=False)
         self._log_path = self._folder / "candidate.log"
         log = open(self._log_path, "wb")  # noqa: SIM115 - closed below, after the fork
-        fds = (command_r, reply_w, inputs_ro, outputs.fd)
-        cores = _cores(threads)
+        fds = (command_r, reply_w, *in_fds, *out_fds)
         cap = None if memory_bytes is None else memory_bytes + inputs.nbytes + outputs.nbytes
         try:
             self.process = subprocess.Popen(
-                [str(runner), str(kernel), entry, str(inputs.nbytes), str(outputs.nbytes),
-                 *map(str, fds)],
+                [str(program), str(library), entry, str(inputs.nbytes), str(outputs.nbytes),
+                 str(command_r), str(reply_w), in_arg, out_arg, *runner.extra_args],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=fds,
                 env=env, cwd=self._folder, start_new_session=True,
-                preexec_fn=_confine(cores, cap),
+                preexec_fn=_confine(_cores(threads), cap),
             )
         finally:
-            for fd in (command_r, reply_w, inputs_ro):
+            for fd in (command_r, reply_w, *in_fds):  # the read-only descriptor is a new one
                 os.close(fd)
             log.close()
         self._cpu_clock = _cpu_clock_of(self.process.pid)
@@ -351,7 +281,3 @@ def _confine(cores: set[int], memory_cap: int | None):
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
     return apply
-
-
-def _round_up(value: int, step: int) -> int:
-    return -(-value // step) * step

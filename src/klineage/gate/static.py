@@ -50,7 +50,7 @@ ALLOWED: tuple[str, ...] = (
 
 DENIED: dict[str, tuple[str, ...]] = {
     "file or network I/O": (
-        "fopen*", "freopen*", "fdopen", "open", "open64", "openat*", "__open*", "creat*", "fread",
+        "fopen*", "freopen*", "fdopen", "fclose", "open", "open64", "openat*", "__open*", "creat*", "fread",
         "__read*_chk", "__pread*_chk", "__fread*", "__recv*",
         "fscanf", "read", "write", "pread*", "pwrite*", "unlink*", "remove", "rename*", "mkdir*",
         "socket", "connect", "bind", "listen", "accept*", "send*", "recv*", "getaddrinfo",
@@ -90,7 +90,7 @@ def forbidden_symbols(
     allow-list pattern covers. ``allowed`` (exact names, from kernel.toml) wins over both."""
     named = set(allowed)
     patterns = (*ALLOWED, *extra_allowed)
-    found = []
+    found, unknown = [], []
     for symbol in sorted(symbols):
         base = symbol.split("(")[0] if not symbol.startswith("operator") else symbol
         if base in named or symbol in named:
@@ -99,9 +99,9 @@ def forbidden_symbols(
         if why:
             found.append(f"imports {symbol!r} ({why})")
         elif not any(fnmatch.fnmatchcase(base, p) for p in patterns):
-            found.append(f"imports {symbol!r}, which is not on the allow-list of what kernels "
-                         f"may call (a kernel.toml 'allow_symbols' entry can add it)")
-    return found
+            unknown.append(f"imports {symbol!r}, which is not on the allow-list of what kernels "
+                           f"may call (a kernel.toml 'allow_symbols' entry can add it)")
+    return found + unknown  # the denied ones first: their reason says more
 
 
 def forbidden_in_source(
