@@ -86,8 +86,16 @@ class CudaArena(_Bump):
     def runner_handle(self, read_only: bool) -> tuple[str, list[int]]:
         storage = self.base.untyped_storage()
         shared = storage._share_cuda_()  # (device, handle, size, offset within the allocation, ...)
-        handle, offset = shared[1], shared[3]
-        return f"{bytes(handle).hex()}:{offset}", []
+        handle, offset = bytes(shared[1]), shared[3]
+        # torch prefixes the 64-byte cudaIpcMemHandle with a version byte and a kind, 'c' for
+        # cudaMalloc memory (expandable segments, kind 'e', are not shareable this way).
+        if len(handle) == 66 and handle[1:2] == b"c":
+            handle = handle[2:]
+        if len(handle) != 64:
+            raise RuntimeError(f"torch gave an IPC handle of {len(handle)} bytes for the arena; "
+                               f"klineage shares cudaMalloc memory (unset PYTORCH_CUDA_ALLOC_CONF "
+                               f"expandable_segments)")
+        return f"{handle.hex()}:{offset}", []
 
     def view(self, offset: int, shape: tuple[int, ...], dtype: Any) -> Any:
         torch_dtype = _torch_dtype(self._torch, dtype)

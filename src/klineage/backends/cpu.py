@@ -31,7 +31,7 @@ from klineage.backends._shared import bind_launch, cached_ceilings
 from klineage.backends.base import BuildResult, Ceilings, RunnerSpec
 from klineage.errors import ToolchainError
 from klineage.workload.dtypes import dtype_info
-from klineage.workload.inputs import generate_array
+from klineage.workload.inputs import draw_values, generate_array
 from klineage.workload.model import KernelSpec, TensorSpec
 from klineage.workload.reference import to_numpy
 
@@ -176,6 +176,9 @@ class CpuDevice:
 
     def upload(self, values: np.ndarray) -> np.ndarray:
         return values
+
+    def draw(self, spec: TensorSpec, dims: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+        return draw_values(spec, dims, rng)
 
     def put(self, view: np.ndarray, values: np.ndarray) -> None:
         view[...] = values

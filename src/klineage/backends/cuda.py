@@ -25,13 +25,15 @@ import numpy as np
 from klineage import settings
 from klineage.backends._arenas import CudaArena
 from klineage.backends._build_cache import (
+    SANDBOX_SOURCES,
     cached_build,
     imported_symbols,
     run_tool,
     system_call_sites,
+    trusted_build,
 )
 from klineage.backends._shared import bind_launch, cached_ceilings
-from klineage.backends.base import BuildResult, Ceilings
+from klineage.backends.base import BuildResult, Ceilings, RunnerSpec
 from klineage.errors import BackendUnavailableError, ToolchainError
 from klineage.workload.dtypes import dtype_info
 from klineage.workload.inputs import parse_init
@@ -71,10 +73,24 @@ class CudaBackend:
     # while the previous candidate is timed on the device. The CUDA context is created only after
     # the job arrives, inside the timing lock.
     standby_imports = ("torch",)
-    sandboxed = False  # the CUDA runner is not written yet: checks run in the worker
+    sandboxed = True
 
     def sandbox_env(self, threads: int | None) -> dict[str, str]:
-        return {}
+        env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "CUDA_MODULE_LOADING": "EAGER",
+               "CUDA_CACHE_DISABLE": "1"}
+        if "CUDA_VISIBLE_DEVICES" in os.environ:
+            env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
+        return env
+
+    def sandbox_runner(self) -> RunnerSpec:
+        path, sha = trusted_build(SANDBOX_SOURCES / "_runner.c", "kl_runner_cuda",
+                                  [settings.nvcc(), "-O2", "-DKL_CUDA", "-cudart", "shared",
+                                   "-Xcompiler", "-pthread", "-ldl"])
+        return RunnerSpec(path, sha)  # the L2 is flushed from the trusted side (one per GPU)
+
+    def calibration_kernel(self) -> tuple[Path, str]:
+        return trusted_build(SANDBOX_SOURCES / "_spin.cu", "spin.so",
+                             [settings.nvcc(), *_BASE_FLAGS, *_gencode(self.arch())])
 
     def unavailable_reason(self) -> str | None:
         if not _runs(settings.nvcc()):
@@ -283,9 +299,20 @@ class CudaDevice:
     def random(self, spec: TensorSpec, dims: tuple[int, ...], seed: int, index: int) -> Any:
         """Drawn on the device by torch's generator: host generation of GiB-sized inputs
         dominated GPU gate time. Same (seed, index, dims): same values, on this device."""
+        buffer = self._generate(spec, dims, (seed * 1_000_003 + index) % (1 << 63))
+        if buffer.numel() and not bool(buffer.any()):  # never hand out all zeros
+            buffer.view(-1)[0] = 1
+        self._torch.cuda.synchronize()
+        return buffer
+
+    def draw(self, spec: TensorSpec, dims: tuple[int, ...], rng: np.random.Generator) -> Any:
+        """Fresh values of the input's distribution, on the device, seeded from ``rng``."""
+        return self._generate(spec, dims, int(rng.integers(0, 1 << 62)))
+
+    def _generate(self, spec: TensorSpec, dims: tuple[int, ...], seed: int) -> Any:
         torch = self._torch
         generator = torch.Generator(device="cuda")
-        generator.manual_seed((seed * 1_000_003 + index) % (1 << 63))
+        generator.manual_seed(seed)
         kind, args = parse_init(spec.init, spec.dtype)
         shape = tuple(dims)
         if kind == "normal":
@@ -296,11 +323,7 @@ class CudaDevice:
             values = torch.randint(int(args[0]), int(args[1]), shape, generator=generator, device="cuda")
         else:
             values = torch.rand(shape, generator=generator, device="cuda") < 0.5
-        buffer = values.to(self._torch_dtype(dtype_info(spec.dtype).numpy)).contiguous()
-        if buffer.numel() and not bool(buffer.any()):  # never hand out all zeros
-            buffer.view(-1)[0] = 1
-        self._torch.cuda.synchronize()
-        return buffer
+        return values.to(self._torch_dtype(dtype_info(spec.dtype).numpy)).contiguous()
 
     def write(self, buffer: Any, source: Any) -> None:
         buffer.copy_(source)
@@ -316,7 +339,8 @@ class CudaDevice:
 
     def bytes_differ(self, a: Any, b: Any) -> int:
         uint8 = self._torch.uint8
-        return int((a.reshape(-1).view(uint8) != b.reshape(-1).view(uint8)).sum())
+        a, b = a.reshape(-1).view(uint8), b.reshape(-1).view(uint8)
+        return 0 if self._torch.equal(a, b) else int((a != b).sum())  # equal: no temporary
 
     def reference_input(self, buffer: Any, framework: str) -> Any:
         return buffer.clone() if framework == "torch" else self.download(buffer)

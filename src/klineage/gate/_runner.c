@@ -30,6 +30,9 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
+#ifdef KL_CUDA
+#include <cuda_runtime_api.h>
+#endif
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
@@ -55,6 +58,12 @@ static int CMD_FD, REPLY_FD, IN_FD, OUT_FD; /* given on the command line */
 #else
 #error "the runner knows the system calls of x86-64 and aarch64 only"
 #endif
+
+static char* flush_buffer;
+static size_t flush_bytes;
+static char* in_base;
+static char* out_base;
+static size_t in_bytes, out_bytes;
 
 typedef int (*launch_fn)(const void* const*, void* const*, const int64_t*, const double*, void*);
 
@@ -158,6 +167,7 @@ static void header(struct filter* f) {
 #define TRAP SECCOMP_RET_TRAP
 #define ERR(e) (SECCOMP_RET_ERRNO | (e))
 
+#ifndef KL_CUDA
 /* What any kernel may do at any time: memory, threads, time, futexes, exiting. */
 static void common_rules(struct filter* f) {
     static const long allowed[] = {
@@ -198,13 +208,16 @@ static void common_rules(struct filter* f) {
     rule_arg(f, SYS_writev, 0, 0xffffffffu, logs, 2, ALLOW, TRAP);
     rule_arg(f, SYS_ioctl, 0, 0xffffffffu, logs, 2, ALLOW, TRAP); /* isatty() on the log */
 }
+#endif
 
 static void install(struct filter* f) {
     struct sock_fprog program = {.len = f->n, .filter = f->code};
-    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) != 0)
+    /* TSYNC: threads that exist already (the CUDA driver's) are filtered too. */
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program) != 0)
         fail("seccomp filter refused", strerror(errno));
 }
 
+#ifndef KL_CUDA
 /* While the kernel loads: read-only opens, and the mappings the dynamic loader makes. */
 static void filter_for_loading(void) {
     static struct filter f;
@@ -252,14 +265,112 @@ static void filter_for_running(void) {
     emit(&f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, TRAP));
     install(&f);
 }
+#else
+/* With CUDA the driver lives in this process and talks to the GPU through its descriptors
+ * (ioctl, mmap, poll, eventfds) in ways no list can pin down, and its threads exist before the
+ * filters (TSYNC filters them too), so these filters name what is denied instead: processes,
+ * sockets, ptrace, signal handlers, file system changes; while loading, read-only opens; from
+ * the first call on, no opens and no new executable memory. The driver's descriptors are the
+ * only ones open besides ours. */
+static void filter_for_loading(void) {
+    static struct filter f;
+    header(&f);
+    uint32_t read_only = 0, thread = CLONE_THREAD, zero = 0, self = (uint32_t)getpid();
+    uint32_t write_bits = O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND;
+#ifdef SYS_open
+    rule_arg(&f, SYS_open, 1, write_bits, &read_only, 1, ALLOW, ERR(EACCES));
+#endif
+    rule_arg(&f, SYS_openat, 2, write_bits, &read_only, 1, ALLOW, ERR(EACCES));
+#ifdef SYS_openat2
+    rule(&f, SYS_openat2, ERR(ENOSYS));
+#endif
+    rule_arg(&f, SYS_clone, 0, CLONE_THREAD, &thread, 1, ALLOW, TRAP);
+    rule(&f, SYS_clone3, ERR(ENOSYS));
+    rule_arg(&f, SYS_tgkill, 0, 0xffffffffu, &self, 1, ALLOW, TRAP);
+    rule_arg(&f, SYS_prlimit64, 2, 0xffffffffu, &zero, 1, ALLOW, TRAP);
+    rule(&f, SYS_sched_setaffinity, ERR(EPERM));
+    static const long denied[] = {
+        SYS_execve, SYS_execveat, SYS_socket, SYS_socketpair, SYS_connect, SYS_bind, SYS_listen,
+        SYS_accept, SYS_accept4, SYS_sendto, SYS_sendmsg, SYS_recvfrom, SYS_recvmsg, SYS_ptrace,
+        SYS_process_vm_readv, SYS_process_vm_writev, SYS_kill, SYS_tkill, SYS_rt_sigaction,
+        SYS_pkey_mprotect, SYS_memfd_create, SYS_prctl, SYS_setsid, SYS_setpgid, SYS_chdir,
+        SYS_fchdir, SYS_chroot, SYS_mount, SYS_unshare, SYS_setns, SYS_pidfd_open,
+        SYS_pidfd_getfd, SYS_kcmp, SYS_name_to_handle_at, SYS_open_by_handle_at,
+#ifdef SYS_fork
+        SYS_fork, SYS_vfork,
+#endif
+#ifdef SYS_creat
+        SYS_creat, SYS_unlink, SYS_rename, SYS_mkdir, SYS_rmdir, SYS_symlink, SYS_link,
+#endif
+        SYS_unlinkat, SYS_renameat, SYS_renameat2, SYS_mkdirat, SYS_symlinkat, SYS_linkat,
+    };
+    for (size_t i = 0; i < sizeof denied / sizeof denied[0]; i++) rule(&f, denied[i], TRAP);
+    emit(&f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, ALLOW));
+    install(&f);
+}
+
+static void filter_for_running(void) {
+    static struct filter f;
+    header(&f);
+    uint32_t zero = 0;
+#ifdef SYS_open
+    rule(&f, SYS_open, ERR(EACCES));
+#endif
+    rule(&f, SYS_openat, ERR(EACCES));
+    rule_arg(&f, SYS_mmap, 2, PROT_EXEC, &zero, 1, ALLOW, TRAP);
+    rule_arg(&f, SYS_mprotect, 2, PROT_EXEC, &zero, 1, ALLOW, TRAP);
+    emit(&f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, ALLOW));
+    install(&f);
+}
+#endif
 
 /* -- setup --------------------------------------------------------------------------------- */
+#ifdef KL_CUDA
+static cudaStream_t stream;
+static cudaEvent_t started, finished;
+
+static void check_cuda(cudaError_t error, const char* what) {
+    if (error != cudaSuccess) fail(what, cudaGetErrorString(error));
+}
+
+/* "hex(handle):offset" -> the trusted side's device allocation, mapped here. */
+static char* open_arena(const char* text) {
+    cudaIpcMemHandle_t handle;
+    if (strlen(text) < 2 * sizeof handle + 2 || text[2 * sizeof handle] != ':')
+        fail("bad IPC handle", text);
+    for (size_t i = 0; i < sizeof handle; i++) {
+        unsigned byte = 0;
+        if (sscanf(text + 2 * i, "%2x", &byte) != 1) fail("bad IPC handle", text);
+        handle.reserved[i] = (char)byte;
+    }
+    void* base = NULL;
+    check_cuda(cudaIpcOpenMemHandle(&base, handle, cudaIpcMemLazyEnablePeerAccess),
+               "cannot open the shared device memory");
+    return (char*)base + strtoull(text + 2 * sizeof handle + 1, NULL, 10);
+}
+
+/* The context, the shared memory, the timed stream and its events all exist before any
+ * candidate code does. The sync spins: its wake-up is what bounds how much work could hide
+ * off the timed stream, and a spinning wait wakes soonest. */
+static void start_cuda(const char* in_handle, const char* out_handle) {
+    check_cuda(cudaSetDeviceFlags(cudaDeviceScheduleSpin), "cudaSetDeviceFlags");
+    check_cuda(cudaFree(0), "cannot create a CUDA context");
+    in_base = open_arena(in_handle);
+    out_base = open_arena(out_handle);
+    check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    check_cuda(cudaEventCreate(&started), "cudaEventCreate");
+    check_cuda(cudaEventCreate(&finished), "cudaEventCreate");
+}
+#endif
+
+#ifndef KL_CUDA
 static char* map_arena(int fd, size_t bytes, int prot) {
     if (bytes == 0) return NULL;
     void* base = mmap(NULL, bytes, prot, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) fail("cannot map a shared buffer", strerror(errno));
     return base;
 }
+#endif
 
 static void drop_privileges(void) {
     if (geteuid() == 0) {
@@ -287,18 +398,15 @@ static void close_other_descriptors(void) {
         if (fd != CMD_FD && fd != REPLY_FD) close(fd);
 }
 
+#ifndef KL_CUDA
 static int64_t now_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
+#endif
 
 /* -- commands ------------------------------------------------------------------------------ */
-static char* flush_buffer;
-static size_t flush_bytes;
-static char* in_base;
-static char* out_base;
-static size_t in_bytes, out_bytes;
 
 static int read_line(char* line, size_t size) {
     static char pending[1 << 16];
@@ -348,9 +456,20 @@ static void run_call(launch_fn launch, char* line) {
     for (int i = 0; i < naxes; i++) axes[i] = strtoll(words[at++], NULL, 10);
     for (int i = 0; i < nparams; i++) params[i] = strtod(words[at++], NULL);
     for (size_t i = 0; i < flush_bytes; i += 64) flush_buffer[i]++; /* this core's caches cold */
+#ifdef KL_CUDA
+    check_cuda(cudaEventRecord(started, stream), "cudaEventRecord");
+    int rc = launch(ins, outs, axes, params, stream);
+    check_cuda(cudaEventRecord(finished, stream), "cudaEventRecord");
+    /* The whole device, not the stream: the trusted side's clock sees work that escaped it. */
+    check_cuda(cudaDeviceSynchronize(), "the kernel failed on the GPU");
+    float ms = 0;
+    check_cuda(cudaEventElapsedTime(&ms, started, finished), "cudaEventElapsedTime");
+    int64_t elapsed = (int64_t)((double)ms * 1e6);
+#else
     int64_t start = now_ns();
     int rc = launch(ins, outs, axes, params, NULL);
     int64_t elapsed = now_ns() - start;
+#endif
     char reply[64];
     snprintf(reply, sizeof reply, "R %d %lld\n", rc, (long long)elapsed);
     say(reply);
@@ -361,8 +480,10 @@ static void protect(char* line) {
     int prot = 0;
     if (sscanf(line + 1, "%llu %llu %d", &offset, &length, &prot) != 3 || offset + length > out_bytes)
         fail("bad protect command", NULL);
+#ifndef KL_CUDA /* device memory has no guard pages: the trusted side checks canaries */
     if (length && mprotect(out_base + offset, length, prot ? PROT_READ | PROT_WRITE : PROT_NONE) != 0)
         fail("mprotect", strerror(errno));
+#endif
     say("K\n");
 }
 
@@ -373,14 +494,21 @@ int main(int argc, char** argv) {
     flush_bytes = argc == 10 ? strtoull(argv[9], NULL, 10) : 0;
     if (flush_bytes && !(flush_buffer = malloc(flush_bytes))) fail("cannot allocate", "flush buffer");
     CMD_FD = atoi(argv[5]);
-    IN_FD = atoi(argv[7]);
-    OUT_FD = atoi(argv[8]);
     in_bytes = strtoull(argv[3], NULL, 10);
     out_bytes = strtoull(argv[4], NULL, 10);
+#ifdef KL_CUDA
+    IN_FD = OUT_FD = -1;
+    close_other_descriptors();
+    drop_privileges();
+    start_cuda(argv[7], argv[8]);
+#else
+    IN_FD = atoi(argv[7]);
+    OUT_FD = atoi(argv[8]);
     in_base = map_arena(IN_FD, in_bytes, PROT_READ);
     out_base = map_arena(OUT_FD, out_bytes, PROT_READ | PROT_WRITE);
     close_other_descriptors();
     drop_privileges();
+#endif
     catch_fatal_signals();
     start_threading();
     filter_for_loading();

@@ -35,7 +35,6 @@ from klineage.gate.sandbox import Arena, CallResult, Candidate, CandidateFailed
 from klineage.gate.stats import summarize_trials
 from klineage.workload import load_reference, poison_value, run_reference
 from klineage.workload.dtypes import dtype_info
-from klineage.workload.inputs import draw_values
 from klineage.workload.model import Workload
 
 __all__ = ["TrustedSession", "arena_sizes"]
@@ -47,6 +46,8 @@ _FRESH_BLOCK = 64
 _FRESH_SHARE = 64
 _CALIBRATION_CALLS = 21
 _CANARY = 0xC5
+_GUARD = 16 * PAGE
+"""Inaccessible bytes before and after every output (on CPU; canaries are checked on both)."""
 
 
 @dataclass
@@ -103,7 +104,7 @@ class TrustedSession:
         in_bytes, out_bytes = arena_sizes(workload, timing)
         self.inputs = device.arena(in_bytes, "inputs")
         self._out_bytes = out_bytes
-        self._next_out = PAGE  # the arena starts with a guard page
+        self._next_out = _GUARD  # the arena starts with a guard region
         self.candidates: list[tuple[Candidate, Arena]] = []
         self._make_spin = make_spin
         self._spin: Candidate | None = None
@@ -126,10 +127,10 @@ class TrustedSession:
     # -- layout -----------------------------------------------------------------------------
     def _reset(self) -> None:
         self.inputs.reset()
-        self._next_out = PAGE
+        self._next_out = _GUARD
         for candidate, outputs in self.candidates:
             candidate.protect(0, outputs.nbytes, accessible=True)
-            candidate.protect(0, PAGE, accessible=False)
+            candidate.protect(0, _GUARD, accessible=False)
 
     def _new_set(self, axes: dict[str, int], seed: int) -> _Set:
         inputs, offsets = [], []
@@ -145,13 +146,13 @@ class TrustedSession:
             nbytes = math.prod(spec.dims(axes)) * dtype_info(spec.dtype).numpy.itemsize
             span = -(-max(nbytes, 1) // PAGE) * PAGE
             offset = self._next_out
-            self._next_out += span + PAGE
+            self._next_out += span + _GUARD
             if self._next_out > self._out_bytes:
                 raise RuntimeError("internal: output arena too small")
             outputs.append(_Output(offset, nbytes, span))
             for candidate, arena in self.candidates:
                 self.device.fill(arena.region(offset + nbytes, offset + span), _CANARY, bytewise=True)
-                candidate.protect(offset + span, PAGE, accessible=False)
+                candidate.protect(offset + span, _GUARD, accessible=False)
         mirror = [] if self.device.inputs_protected else [self.device.clone(v) for v in inputs]
         return _Set(axes, inputs, offsets, outputs, seed, [None] * len(inputs), mirror)
 
@@ -289,9 +290,8 @@ class TrustedSession:
         for index, (spec, view) in enumerate(zip(self.workload.inputs, bufs.inputs, strict=True)):
             blocks = _blocks(view)
             previous = bufs.fresh[index]
-            count = max(1, len(blocks) // _FRESH_SHARE)
-            picked = device.upload(np.unique(self._rng.integers(0, len(blocks), count)))
-            values = device.upload(draw_values(spec, (len(picked), blocks.shape[1]), self._rng))
+            picked = device.upload(_pick_blocks(len(blocks), self._rng))
+            values = device.draw(spec, (len(picked), blocks.shape[1]), self._rng)
             for target in (blocks, *([_blocks(bufs.mirror[index])] if bufs.mirror else [])):
                 if previous is not None:
                     target[previous[0]] = previous[1]  # back to the base values
@@ -490,8 +490,8 @@ def arena_sizes(workload: Workload, timing: dict[str, Any]) -> tuple[int, int]:
     """(input arena, output arena) bytes for the largest layout a session makes."""
     def sizes(axes: dict[str, int], sets: int) -> tuple[int, int]:
         inputs = sum(_nbytes(s, axes) + 64 for s in workload.inputs)
-        outputs = sum(-(-max(_nbytes(s, axes), 1) // PAGE) * PAGE + PAGE for s in workload.outputs)
-        return sets * inputs, PAGE + sets * outputs
+        outputs = sum(-(-max(_nbytes(s, axes), 1) // PAGE) * PAGE + _GUARD for s in workload.outputs)
+        return sets * inputs, _GUARD + sets * outputs
 
     layouts = [sizes(axes, 2) for axes in workload.shapes()]
     layouts.append(sizes(dict(workload.axes), set_count(workload, timing)))
@@ -510,11 +510,20 @@ def _footprint(workload: Workload, sets: list[_Set]) -> int:
     return sum(_set_bytes(workload, s.axes) for s in sets)
 
 
+def _pick_blocks(count: int, rng: np.random.Generator) -> np.ndarray:
+    """One block at a random place in each window of ``_FRESH_SHARE`` blocks: distinct indices
+    (a duplicate would make the rebuilt inputs ambiguous) in O(picked), unlike np.unique."""
+    windows = max(1, count // _FRESH_SHARE)
+    width = count // windows
+    return np.arange(windows) * width + rng.integers(0, width, windows)
+
+
 def _blocks(view: np.ndarray) -> np.ndarray:
     """The whole blocks of an input as rows (a view); a small input is one element a row."""
     flat = view.reshape(-1)
-    width = _FRESH_BLOCK if flat.size >= _FRESH_BLOCK * _FRESH_SHARE else 1
-    return flat[:flat.size - flat.size % width].reshape(-1, width)
+    count = flat.shape[0]
+    width = _FRESH_BLOCK if count >= _FRESH_BLOCK * _FRESH_SHARE else 1
+    return flat[:count - count % width].reshape(-1, width)
 
 
 def run_sandboxed(workload: Workload, backend: Backend, job: dict[str, Any],

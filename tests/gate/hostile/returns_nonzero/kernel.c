@@ -1,0 +1,13 @@
+/* Class 9 — writes a correct y but returns 7 (failure by the ABI). A non-zero return must not be accepted. */
+#include <stdint.h>
+
+int kl_launch(const void *const *inputs, void *const *outputs, const int64_t *axes,
+              const double *params, void *stream) {
+    (void)stream;
+    const float *x = inputs[0], *z = inputs[1];
+    float *y = outputs[0];
+    int64_t n = axes[0];
+    float a = (float)params[0];
+    for (int64_t i = 0; i < n; i++) y[i] = a * x[i] + z[i];
+    return 7;
+}

@@ -1,0 +1,14 @@
+/* Class 9 — correct y, plus a store just before the start: y[-1] (an underrun only a leading canary/guard sees). */
+#include <stdint.h>
+
+int kl_launch(const void *const *inputs, void *const *outputs, const int64_t *axes,
+              const double *params, void *stream) {
+    (void)stream;
+    const float *x = inputs[0], *z = inputs[1];
+    float *y = outputs[0];
+    int64_t n = axes[0];
+    float a = (float)params[0];
+    for (int64_t i = 0; i < n; i++) y[i] = a * x[i] + z[i];
+    ((volatile float *)y)[-1] = 1.0f;
+    return 0;
+}

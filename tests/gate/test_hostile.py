@@ -1,0 +1,92 @@
+"""The red team's catalogue (tests/gate/hostile/CATALOGUE.toml): hostile kernels of every class of
+the threat model, and honest kernels that look suspicious. Written from the threat model alone,
+by a session that did not read the gate's code.
+
+Two layers are tested apart: the whole gate (static checks first), and the sandbox alone, with
+the static checks skipped, so that every attack the static check stops is also stopped by the
+runner's sandbox (seccomp, read-only inputs, guard pages, CPU accounting, the clocks).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from klineage.backends import backend_for
+from klineage.gate import GateOptions, Limits, Verdict, run_gate
+from klineage.gate._trusted import run_sandboxed
+from klineage.workload import load_kernel
+
+HOSTILE = Path(__file__).parent / "hostile"
+CATALOGUE = tomllib.loads((HOSTILE / "CATALOGUE.toml").read_text())
+CPU = sorted(name for name, entry in CATALOGUE.items() if entry["backend"] == "cpu")
+CUDA = sorted(name for name, entry in CATALOGUE.items() if entry["backend"] == "cuda")
+OPTIONS = GateOptions(trials=3, target_trial_s=0.005, warmup_s=0.01, max_sets=3, compare_s=0.5,
+                      min_pairs=12, limits=Limits(stall_s=5, memory_bytes=1 << 30))
+
+
+def _folder(name: str) -> Path:
+    return (HOSTILE / CATALOGUE[name].get("path", name)).resolve()
+
+
+def _expected(name: str) -> list[str]:
+    want = CATALOGUE[name]["expected_verdict"]
+    return [want] if isinstance(want, str) else list(want)
+
+
+def test_catalogue_names_every_folder():
+    folders = {p.name for p in HOSTILE.iterdir() if p.is_dir()}
+    honest = {p.name for p in (HOSTILE.parent / "honest").iterdir() if p.is_dir()}
+    listed = {Path(CATALOGUE[n].get("path", n)).name for n in CATALOGUE}
+    assert listed == folders | honest
+    assert all(v in {x.value for x in Verdict} for n in CATALOGUE for v in _expected(n))
+
+
+@pytest.mark.parametrize("name", CPU)
+def test_the_gate_gives_each_kernel_its_verdict(name, axpy):
+    report = run_gate(axpy, load_kernel(axpy, _folder(name)), options=OPTIONS)
+    assert report.verdict.value in _expected(name), f"{CATALOGUE[name]['why']}\n{report.reason}"
+
+
+def _probes() -> list[str]:
+    """Hostile CPU kernels a correct gate rejects but never calls incorrect (probes), and those
+    the catalogue gives a verdict of their own without the static check."""
+    return [n for n in CPU if "path" not in CATALOGUE[n] and (
+        "sandbox_verdict" in CATALOGUE[n]
+        or ("rejected_cheat" in _expected(n) and "incorrect" not in _expected(n)))]
+
+
+@pytest.mark.parametrize("name", _probes())
+def test_the_sandbox_alone_stops_what_the_static_check_stops(name, axpy):
+    # Probes poison y[0] only when the forbidden operation succeeded, so a hole is 'incorrect';
+    # a refused call that the kernel survives ('ok') or a trapped one ('rejected_cheat',
+    # 'crashed') means the sandbox held.
+    kernel = load_kernel(axpy, _folder(name))
+    backend = backend_for(kernel.language)
+    build = backend.build(kernel)
+    assert build.ok, build.log
+    timing = {"trials": 2, "target_trial_s": 0.005, "warmup_s": 0.01, "max_reps": 50,
+              "min_sets": 3, "max_sets": 3, "max_footprint_bytes": 1 << 30, "cache_bytes": 0,
+              "compare_s": 0.5, "min_pairs": 12, "max_pairs": 100, "seed": 7}
+    job = {"mode": "gate", "threads": kernel.threads or 2, "seeds": [0, 1, 4242], "check": True,
+           "profile": True, "timing": timing}
+    result = run_sandboxed(axpy, backend, job, [(build, kernel.entry)], 5.0, 1 << 30,
+                           lambda stage, detail: None)
+    allowed = [CATALOGUE[name]["sandbox_verdict"]] if "sandbox_verdict" in CATALOGUE[name] else [
+        "ok", "rejected_cheat", "crashed", "timeout"]
+    assert result["outcome"] in allowed, f"{CATALOGUE[name]['why']}\n{result.get('reason')}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", CUDA)
+def test_cuda_kernels_get_their_verdict(name):
+    from conftest import FIXTURES
+    from klineage.workload import load_workload
+
+    workload = load_workload(FIXTURES / "axpy_cuda")
+    options = GateOptions(trials=3, target_trial_s=0.02, max_sets=3,
+                          limits=Limits(stall_s=60, memory_bytes=None))
+    report = run_gate(workload, load_kernel(workload, _folder(name)), options=options)
+    assert report.verdict.value in _expected(name), f"{CATALOGUE[name]['why']}\n{report.reason}"
