@@ -52,14 +52,12 @@ def test_cuda_cheats(name, verdict, reason, gpu_quick):
 
 
 def test_default_stream_work_is_never_hidden(gpu_quick):
-    # Either the harness sees the work escape its stream, or the stream ordering made the events
-    # include it; what must never happen is an accepted kernel whose timing hides the work.
+    # Work on the legacy default stream does not order with the harness's non-blocking stream:
+    # the trusted side's round trip sees it, the stream's events do not.
     workload = load_workload(FIXTURES / "axpy_cuda")
     report = run_gate(workload, load_kernel(workload, CHEATS / "default_stream"), options=gpu_quick)
-    if report.verdict is Verdict.ACCEPTED:
-        assert report.timing.median_s >= 0.5 * report.timing.wall_median_s
-    else:
-        assert report.verdict is Verdict.REJECTED_CHEAT and "escaped" in report.reason
+    assert report.verdict is Verdict.REJECTED_CHEAT, report.reason
+    assert "escaped the timed stream" in report.reason
 
 
 @pytest.mark.parametrize("folder", CUDA_EXAMPLES, ids=lambda p: p.name)

@@ -51,6 +51,9 @@ class RunnerSpec:
     path: Path
     sha256: str
     extra_args: tuple[str, ...] = ()
+    idle_cpu: tuple[float, float] = (5e-4, 0.02)
+    """CPU the runner's process may use between calls: (seconds, share of the time between):
+    none beyond noise on CPU; a GPU driver's own threads wake now and then."""
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,9 @@ class CudaBackend:
         path, sha = trusted_build(SANDBOX_SOURCES / "_runner.c", "kl_runner_cuda",
                                   [settings.nvcc(), "-O2", "-DKL_CUDA", "-cudart", "shared",
                                    "-Xcompiler", "-pthread", "-ldl"])
-        return RunnerSpec(path, sha)  # the L2 is flushed from the trusted side (one per GPU)
+        # The L2 is flushed from the trusted side (one per GPU); the driver's threads (measured
+        # on an H200: 1.0 ms once between two calls) get a wider idle allowance.
+        return RunnerSpec(path, sha, idle_cpu=(5e-3, 0.05))
 
     def calibration_kernel(self) -> tuple[Path, str]:
         return trusted_build(SANDBOX_SOURCES / "_spin.cu", "spin.so",

@@ -360,6 +360,18 @@ static void start_cuda(const char* in_handle, const char* out_handle) {
     check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
     check_cuda(cudaEventCreate(&started), "cudaEventCreate");
     check_cuda(cudaEventCreate(&finished), "cudaEventCreate");
+    /* Both allocators once, before the filters: the driver opens what they need now (a first
+     * cudaMallocAsync opens a device file), and the pool keeps its memory mapped. */
+    void* probe = NULL;
+    check_cuda(cudaMalloc(&probe, 1 << 20), "cudaMalloc");
+    check_cuda(cudaFree(probe), "cudaFree");
+    cudaMemPool_t pool;
+    uint64_t keep = UINT64_MAX;
+    check_cuda(cudaDeviceGetDefaultMemPool(&pool, 0), "cudaDeviceGetDefaultMemPool");
+    check_cuda(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "pool");
+    check_cuda(cudaMallocAsync(&probe, 1 << 20, stream), "cudaMallocAsync");
+    check_cuda(cudaFreeAsync(probe, stream), "cudaFreeAsync");
+    check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
 }
 #endif
 

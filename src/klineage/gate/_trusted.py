@@ -193,7 +193,8 @@ class TrustedSession:
             raise
         if result.rc != 0:
             raise CandidateFailed("crashed", f"{detail}: kl_launch returned {result.rc}")
-        problem = self._canaries(bufs, arena) or self._inputs_intact(bufs) or self._accounting(result)
+        problem = (self._canaries(bufs, arena) or self._inputs_intact(bufs)
+                   or self._accounting(result, candidate))
         if problem:
             raise CandidateFailed(problem[0], f"{detail}: {problem[1]}")
         return result
@@ -223,7 +224,7 @@ class TrustedSession:
                                      f"({int((tail != _CANARY).sum())} bytes beyond it changed)")
         return None
 
-    def _accounting(self, result: CallResult) -> Failure | None:
+    def _accounting(self, result: CallResult, candidate: Candidate) -> Failure | None:
         if result.reported_s > result.wall_s + 5e-6:
             return "rejected_cheat", (f"the candidate's clock said {result.reported_s * 1e3:.3f} ms "
                                       f"but the whole round trip took {result.wall_s * 1e3:.3f} ms "
@@ -233,7 +234,8 @@ class TrustedSession:
             return "rejected_cheat", (f"the call used {result.cpu_s * 1e3:.1f} ms of CPU in "
                                       f"{result.wall_s * 1e3:.1f} ms: more than its {self.threads} "
                                       f"declared thread(s)")
-        if result.idle_cpu_s > 5e-4 + 0.02 * result.idle_s:
+        floor, share = candidate.idle_cpu
+        if result.idle_cpu_s > floor + share * result.idle_s:
             return "rejected_cheat", (f"the kernel's process used {result.idle_cpu_s * 1e3:.1f} ms "
                                       f"of CPU after the previous call had returned (work left "
                                       f"running past the call)")
@@ -416,7 +418,8 @@ class TrustedSession:
             raise CandidateFailed("rejected_cheat", (
                 f"the candidate's clock read {typical * 1e3:.3f} ms per call where ours, less the "
                 f"{allowance * 1e3:.3f} ms an honest kernel's clock reads short, saw "
-                f"{seen * 1e3:.3f} ms: its timer does not measure the call"))
+                f"{seen * 1e3:.3f} ms: its timer does not measure the call (on a GPU: work "
+                f"escaped the timed stream)"))
         return times.tolist(), info
 
     def _calibrate(self, seconds: float, sets: list[_Set]) -> np.ndarray:

@@ -87,6 +87,7 @@ class Candidate:
                  outputs: Arena, threads: int, memory_bytes: int | None, stall_s: float,
                  env: dict[str, str]):
         self.stall_s, self.threads, self.memory_bytes = stall_s, threads, memory_bytes
+        self.idle_cpu = runner.idle_cpu
         self._folder = Path(tempfile.mkdtemp(prefix="klineage-candidate-"))
         self._folder.chmod(0o755)  # the runner reads its kernel as nobody
         library = private_copy(*kernel, self._folder)
