@@ -88,11 +88,11 @@ def throughput(folder, runs: int) -> tuple[float, str]:
 
     Each candidate is the expert with a unique comment, so nothing comes from the build cache:
     the candidates compile in parallel (LocalExecutor), then are gated one after another, each in
-    a fresh worker (a standby worker has imported torch while the previous one ran).
+    a runner of its own (gate v2: the kernel runs only in the sandboxed runner).
     """
     workload = load_workload(folder)
     base = KernelState.from_spec(load_kernel(workload, "expert"))
-    run_gate(workload, load_kernel(workload, "expert"))  # ceilings cached, first standby started
+    run_gate(workload, load_kernel(workload, "expert"))  # ceilings cached, the runner built
     tag = uuid.uuid4().hex
     with tempfile.TemporaryDirectory() as scratch:
         specs = [base.with_source(f"{base.source}\n// throughput candidate {i} {tag}\n")
@@ -109,7 +109,7 @@ def throughput(folder, runs: int) -> tuple[float, str]:
              for name in ("static", "correctness")}
     detail = (f"{runs} candidates in {elapsed:.1f} s: parallel compile {built - start:.1f} s, then per "
               f"candidate {statistics.mean(r.gate_seconds for r in reports):.2f} s (static "
-              f"{stage['static']:.2f} s, worker incl. checks + profile {stage['correctness']:.2f} s)")
+              f"{stage['static']:.2f} s, sandbox incl. checks + profile {stage['correctness']:.2f} s)")
     return 60.0 * runs / elapsed, detail
 
 

@@ -7,7 +7,7 @@
     ├── ToolchainError            a compiler or tool klineage needs is missing or broken
     ├── BackendUnavailableError   the backend cannot run here (no GPU, no torch, ...)
     ├── LibraryError              a skill library is missing or damaged, or a skill id is unknown
-    ├── WorkerError               the gate's worker process broke in a way no candidate caused
+    ├── WorkerError               the gate broke in a way no candidate caused (a klineage bug)
     └── BrainError                a brain (LLM API, agent CLI, cassette) cannot be used or reached
 
 A candidate kernel that fails (does not compile, is wrong, crashes, hangs, cheats) is *not* an
@@ -58,7 +58,7 @@ class LibraryError(KlineageError):
 
 
 class WorkerError(KlineageError):
-    """The gate worker failed in a way that no candidate kernel caused (a klineage bug)."""
+    """The gate failed in a way that no candidate kernel caused (a klineage bug)."""
 
 
 class BrainError(KlineageError):

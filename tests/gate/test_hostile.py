@@ -27,6 +27,14 @@ OPTIONS = GateOptions(trials=3, target_trial_s=0.005, warmup_s=0.01, max_sets=3,
                       min_pairs=12, limits=Limits(stall_s=5, memory_bytes=1 << 30))
 
 
+@pytest.fixture(autouse=True)
+def _credentials_in_our_environment(monkeypatch):
+    """The environment probes must have something to find, were ours to leak to a kernel."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-red-team-probe")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-red-team-probe")
+    monkeypatch.setenv("HF_TOKEN", "hf_red_team_probe")
+
+
 def _folder(name: str) -> Path:
     return (HOSTILE / CATALOGUE[name].get("path", name)).resolve()
 

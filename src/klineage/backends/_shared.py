@@ -1,39 +1,16 @@
-"""Pieces both backends use: binding kl_launch through ctypes, and the ceilings cache."""
+"""Pieces both backends use: the ceilings cache."""
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from klineage.backends.base import Ceilings
 
-__all__ = ["bind_launch", "cached_ceilings"]
-
-Bind = Callable[[Sequence[int], Sequence[int], Sequence[int], Sequence[float]], Callable[[], int]]
-
-
-def bind_launch(artifact: Path, entry: str, stream: int | None) -> Bind:
-    """Load ``entry`` from a built kernel; the returned bind() prepares one call's arguments
-    outside any timed region and returns the zero-argument call."""
-    function = getattr(ctypes.CDLL(str(artifact)), entry)
-    function.argtypes = [ctypes.c_void_p] * 5
-    function.restype = ctypes.c_int
-    stream_arg = ctypes.c_void_p(stream) if stream is not None else None
-
-    def bind(ins: Sequence[int], outs: Sequence[int], axes: Sequence[int],
-             params: Sequence[float]) -> Callable[[], int]:
-        args = ((ctypes.c_void_p * max(len(ins), 1))(*ins),
-                (ctypes.c_void_p * max(len(outs), 1))(*outs),
-                (ctypes.c_int64 * max(len(axes), 1))(*axes),
-                (ctypes.c_double * max(len(params), 1))(*params), stream_arg)
-        return lambda: function(*args)
-
-    return bind
-
+__all__ = ["cached_ceilings"]
 
 _READ: dict[Path, Ceilings] = {}
 

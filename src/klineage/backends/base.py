@@ -1,14 +1,14 @@
 """The Backend seam: what the gate needs from a compiler + device, and nothing more.
 
-A backend has two halves. The parent half (``Backend``) builds kernels, lists what a built
-artifact imports, and reports the platform and its measured ceilings. The worker half
-(``Device``) lives inside the gate's isolated worker process: it moves buffers, launches,
-synchronises, times and flushes caches. ``gate/`` only ever talks to these two protocols.
+A backend has two halves. ``Backend`` builds kernels (and the sandbox's own runner and
+calibration kernel), lists what a built artifact imports, and reports the platform and its
+measured ceilings. ``Device`` is the trusted side's memory on the device: the arenas a sandboxed
+runner shares, poisoning, copying and comparing. Kernels run only in the runner
+(``gate/_runner.c``). ``gate/`` only ever talks to these two protocols.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -51,9 +51,6 @@ class RunnerSpec:
     path: Path
     sha256: str
     extra_args: tuple[str, ...] = ()
-    idle_cpu: tuple[float, float] = (5e-4, 0.02)
-    """CPU the runner's process may use between calls: (seconds, share of the time between):
-    none beyond noise on CPU; a GPU driver's own threads wake now and then."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +70,8 @@ class Ceilings:
 
 
 class Device(Protocol):
-    """Worker-side operations on one device. Buffers are opaque to the gate.
+    """The trusted side's operations on one device's memory: the arenas a sandboxed runner
+    shares, and the buffers the checks use. Never loads candidate code. Buffers are opaque.
 
     "Native" arrays are what comparisons run on, on the device itself (numpy on the CPU, torch
     tensors on a GPU): floats as float64, integers as they are, bools as raw bytes.
@@ -81,12 +79,30 @@ class Device(Protocol):
 
     torch_device: str
     """Where torch-framework references run ('cpu' or 'cuda')."""
+    inputs_protected: bool
+    """True: the runner maps the input arena read-only. False: inputs are compared with a copy
+    after every call."""
+
+    def arena(self, nbytes: int, name: str) -> Any:
+        """Shared memory for a runner (``_arenas.HostArena`` or ``CudaArena``)."""
 
     def random(self, spec: TensorSpec, dims: tuple[int, ...], seed: int, index: int) -> Any:
         """A new buffer of seeded inputs (same seed, index and dims: same values)."""
 
-    def write(self, buffer: Any, source: Any) -> None:
-        """Overwrite a buffer with another buffer's contents (same shape and dtype)."""
+    def draw(self, spec: TensorSpec, dims: tuple[int, ...], rng: np.random.Generator) -> Any:
+        """Fresh values of an input's distribution, seeded from ``rng``."""
+
+    def upload(self, values: np.ndarray) -> Any:
+        """A host array as a buffer of this device."""
+
+    def put(self, view: Any, values: Any) -> None:
+        """Write values (a buffer, or a host array) into a view of an arena."""
+
+    def clone(self, view: Any) -> Any:
+        """A private copy of a buffer."""
+
+    def copy_into(self, sink: Any, view: Any) -> None:
+        """Copy a buffer into another of the same shape and dtype."""
 
     def download(self, buffer: Any) -> np.ndarray:
         """A host copy of a buffer."""
@@ -106,20 +122,11 @@ class Device(Protocol):
     def native(self, value: Any, dtype: str) -> Any:
         """A buffer or a reference output as a native array for comparison."""
 
-    def pointer(self, buffer: Any) -> int:
-        """The address handed to kl_launch."""
-
-    def load(self, artifact: Path, entry: str) -> Callable[..., Callable[[], int]]:
-        """Load a built kernel; returns bind(input ptrs, output ptrs, axes, params) -> call."""
-
     def synchronize(self) -> None:
-        """Wait for all work on the device (not just the stream)."""
-
-    def time_call(self, call: Callable[[], int]) -> tuple[float, float, int]:
-        """Run ``call`` once: (device seconds on the stream, wall seconds to full sync, rc)."""
+        """Wait for all of this process's work on the device."""
 
     def flush_cache(self) -> None:
-        """Evict the caches so a timed sample starts cold."""
+        """Evict the caches the runner's next call would find warm (where this side can)."""
 
 
 class Backend(Protocol):
@@ -130,13 +137,6 @@ class Backend(Protocol):
     """Backend-specific additions to the static deny-list: {why: (glob patterns)}."""
     allowed_symbols: tuple[str, ...]
     """Backend-specific additions to the static allow-list of imports (glob patterns)."""
-    standby_imports: tuple[str, ...]
-    """Modules a standby worker imports before its job arrives, while the previous candidate
-    runs. Empty: no standby worker (where its start-up would steal CPU from a timed run)."""
-    sandboxed: bool
-    """True: kernels run in the native sandboxed runner (``gate/_runner.c``) and are judged
-    from outside it (``gate/_trusted.py``). False: the older in-worker path (``gate/worker.py``),
-    where checks run in the candidate's own process."""
 
     def unavailable_reason(self) -> str | None:
         """None when usable here, else one line saying why not."""
@@ -162,9 +162,6 @@ class Backend(Protocol):
     def default_threads(self, kernel: KernelSpec) -> int | None:
         """The thread count a kernel is timed with when none is asked for."""
 
-    def worker_env(self, threads: int | None) -> dict[str, str]:
-        """Environment variables the worker process needs (thread counts, ...)."""
-
     def sandbox_env(self, threads: int | None) -> dict[str, str]:
         """The whole environment of a sandboxed runner (nothing of ours is inherited)."""
 
@@ -175,10 +172,10 @@ class Backend(Protocol):
         """Our spin kernel, (artifact, sha256): how far an honest kernel's clock reads short."""
 
     def address_space_limit_ok(self) -> bool:
-        """Whether RLIMIT_AS can cap the worker (not with CUDA, which reserves huge ranges)."""
+        """Whether RLIMIT_AS can cap the runner (not with CUDA, which reserves huge ranges)."""
 
     def device_key(self) -> str:
         """Names the physical device: timed runs on one key never overlap."""
 
     def open_device(self, threads: int | None) -> Device:
-        """Called inside the worker."""
+        """The trusted side's memory on this device."""

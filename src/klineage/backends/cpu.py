@@ -8,8 +8,6 @@ import os
 import platform as _platform
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -27,7 +25,7 @@ from klineage.backends._build_cache import (
     system_call_sites,
     trusted_build,
 )
-from klineage.backends._shared import bind_launch, cached_ceilings
+from klineage.backends._shared import cached_ceilings
 from klineage.backends.base import BuildResult, Ceilings, RunnerSpec
 from klineage.errors import ToolchainError
 from klineage.workload.dtypes import dtype_info
@@ -49,9 +47,6 @@ class CpuBackend:
     name = "cpu"
     denied_symbols: ClassVar[dict[str, tuple[str, ...]]] = {}
     allowed_symbols: ClassVar[tuple[str, ...]] = ()
-    # A standby worker's start-up would run on the cores the timed kernel is using.
-    standby_imports: ClassVar[tuple[str, ...]] = ()
-    sandboxed = True
 
     def unavailable_reason(self) -> str | None:
         try:
@@ -90,12 +85,6 @@ class CpuBackend:
     def default_threads(self, kernel: KernelSpec) -> int | None:
         return kernel.threads or len(os.sched_getaffinity(0))
 
-    def worker_env(self, threads: int | None) -> dict[str, str]:
-        count = str(threads or 1)
-        # The reference's BLAS gets the same count, so it never competes with the kernel.
-        # No OMP_PROC_BIND: on shared 2-vCPU machines pinning was measured to halve throughput.
-        return {"OMP_NUM_THREADS": count, "OPENBLAS_NUM_THREADS": count, "MKL_NUM_THREADS": count}
-
     def sandbox_runner(self) -> RunnerSpec:
         path, sha = trusted_build(SANDBOX_SOURCES / "_runner.c", "kl_runner",
                                   [settings.c_compiler(), "-O2", "-std=gnu11", "-pthread", "-ldl"])
@@ -107,9 +96,12 @@ class CpuBackend:
                              [settings.c_compiler(), "-O2", "-fPIC", "-shared"])
 
     def sandbox_env(self, threads: int | None) -> dict[str, str]:
-        # Passive OpenMP threads sleep as soon as a region ends, so a process that still burns
-        # CPU after its call returned is doing work outside the timed call.
-        return {"OMP_NUM_THREADS": str(threads or 1), "OMP_WAIT_POLICY": "PASSIVE",
+        # An OpenMP team spins a while after each region before it sleeps; the runner is stopped
+        # between calls, so that costs only the calls themselves. The spin is shortened from
+        # libgomp's default (300k): spinning threads on every core delayed our process's wake-up
+        # after the reply by milliseconds on 2 cores, while a passive team (no spin) made the
+        # rmsnorm and softmax experts 1.4x slower (measured 2026-12-01).
+        return {"OMP_NUM_THREADS": str(threads or 1), "GOMP_SPINCOUNT": "100000",
                 "PATH": "/usr/bin:/bin", "LC_ALL": "C"}
 
     def address_space_limit_ok(self) -> bool:
@@ -142,7 +134,8 @@ class CpuBackend:
             "fl = max(lib.kl_fma_gflops(4_000_000) for _ in range(3))\n"
             "print(json.dumps([plain, streaming, fl]))\n"
         )
-        env = {**os.environ, **self.worker_env(threads)}
+        count = str(threads)
+        env = {**os.environ, "OMP_NUM_THREADS": count, "OPENBLAS_NUM_THREADS": count}
         proc = subprocess.run([sys.executable, "-c", script, str(built.artifact)], env=env,
                               capture_output=True, text=True, timeout=600)
         if proc.returncode != 0:
@@ -163,10 +156,8 @@ class CpuBackend:
 
 
 class CpuDevice:
-    """Buffers are 64-byte aligned numpy arrays; timing is the host clock around the call.
-
-    On the trusted side of the sandbox it holds the arenas the runner shares (memfds: inputs
-    reach the runner read-only, so ``inputs_protected``)."""
+    """The trusted side's host memory: 64-byte aligned numpy arrays, and the memfd arenas the
+    runner shares (inputs reach it read-only, so ``inputs_protected``)."""
 
     torch_device = "cpu"
     inputs_protected = True
@@ -195,9 +186,6 @@ class CpuDevice:
         buffer = self.empty(array.shape, array.dtype)
         buffer[...] = array
         return buffer
-
-    def write(self, buffer: np.ndarray, source: np.ndarray) -> None:
-        buffer[...] = source
 
     def bytes_differ(self, a: np.ndarray, b: np.ndarray) -> int:
         return int(np.count_nonzero(a.view(np.uint8) != b.view(np.uint8)))
@@ -228,20 +216,8 @@ class CpuDevice:
         else:
             buffer.fill(value)
 
-    def pointer(self, buffer: np.ndarray) -> int:
-        return buffer.ctypes.data
-
-    def load(self, artifact: Path, entry: str) -> Callable[..., Callable[[], int]]:
-        return bind_launch(artifact, entry, stream=None)  # CPU kernels get a NULL stream
-
     def synchronize(self) -> None:
         pass
-
-    def time_call(self, call: Callable[[], int]) -> tuple[float, float, int]:
-        start = time.perf_counter()
-        rc = call()
-        elapsed = time.perf_counter() - start
-        return elapsed, elapsed, rc
 
     def flush_cache(self) -> None:
         # The runner flushes its core's private caches itself (RunnerSpec.extra_args); the shared

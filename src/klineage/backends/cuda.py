@@ -13,8 +13,6 @@ import os
 import re
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -32,7 +30,7 @@ from klineage.backends._build_cache import (
     system_call_sites,
     trusted_build,
 )
-from klineage.backends._shared import bind_launch, cached_ceilings
+from klineage.backends._shared import cached_ceilings
 from klineage.backends.base import BuildResult, Ceilings, RunnerSpec
 from klineage.errors import BackendUnavailableError, ToolchainError
 from klineage.workload.dtypes import dtype_info
@@ -69,11 +67,6 @@ class CudaBackend:
     name = "cuda"
     denied_symbols = DENIED_SYMBOLS
     allowed_symbols = ALLOWED_SYMBOLS
-    # Importing torch costs seconds of host CPU and touches no GPU, so a standby worker pays it
-    # while the previous candidate is timed on the device. The CUDA context is created only after
-    # the job arrives, inside the timing lock.
-    standby_imports = ("torch",)
-    sandboxed = True
 
     def sandbox_env(self, threads: int | None) -> dict[str, str]:
         env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "CUDA_MODULE_LOADING": "EAGER",
@@ -86,9 +79,7 @@ class CudaBackend:
         path, sha = trusted_build(SANDBOX_SOURCES / "_runner.c", "kl_runner_cuda",
                                   [settings.nvcc(), "-O2", "-DKL_CUDA", "-cudart", "shared",
                                    "-Xcompiler", "-pthread", "-ldl"])
-        # The L2 is flushed from the trusted side (one per GPU); the driver's threads (measured
-        # on an H200: 1.0 ms once between two calls) get a wider idle allowance.
-        return RunnerSpec(path, sha, idle_cpu=(5e-3, 0.05))
+        return RunnerSpec(path, sha)  # the L2 is flushed from the trusted side (one per GPU)
 
     def calibration_kernel(self) -> tuple[Path, str]:
         return trusted_build(SANDBOX_SOURCES / "_spin.cu", "spin.so",
@@ -145,9 +136,6 @@ class CudaBackend:
 
     def default_threads(self, kernel: KernelSpec) -> int | None:
         return None
-
-    def worker_env(self, threads: int | None) -> dict[str, str]:
-        return {}  # lazy module loading is fine: the warm-up loads the kernel before timing
 
     def address_space_limit_ok(self) -> bool:
         return False  # the CUDA driver reserves far more address space than it uses
@@ -257,10 +245,9 @@ def sass(artifact: Path) -> str:
 
 
 class CudaDevice:
-    """Torch tensors on the GPU, one non-default stream for every launch.
-
-    On the trusted side of the sandbox it holds the arenas the runner shares (device memory by
-    IPC handle; the runner can write them, so inputs are compared with a copy after each call)."""
+    """The trusted side's GPU memory: torch tensors, and the device arenas the runner shares by
+    IPC handle (the runner can write them, so inputs are compared with a copy after each call).
+    The L2 is flushed from here: it is one per GPU, whichever context writes it."""
 
     torch_device = "cuda"
     inputs_protected = False
@@ -288,7 +275,6 @@ class CudaDevice:
         import torch
 
         self._torch = torch
-        self.stream = torch.cuda.Stream()
         l2 = torch.cuda.get_device_properties(0).L2_cache_size
         self._flush = torch.empty(_FLUSH_FACTOR * l2 // 4, dtype=torch.int32, device="cuda")
 
@@ -327,10 +313,6 @@ class CudaDevice:
             values = torch.rand(shape, generator=generator, device="cuda") < 0.5
         return values.to(self._torch_dtype(dtype_info(spec.dtype).numpy)).contiguous()
 
-    def write(self, buffer: Any, source: Any) -> None:
-        buffer.copy_(source)
-        self._torch.cuda.synchronize()
-
     def download(self, buffer: Any) -> np.ndarray:
         self._torch.cuda.synchronize()
         if buffer.dtype == self._torch.bfloat16:
@@ -363,30 +345,11 @@ class CudaDevice:
         return self._torch.empty(tuple(shape), dtype=self._torch_dtype(dtype), device="cuda")
 
     def fill(self, buffer: Any, value: float | int, bytewise: bool = False) -> None:
+        # No synchronize: the session synchronizes once before each call it hands the runner.
         (buffer.view(self._torch.uint8) if bytewise else buffer).fill_(value)
-        self._torch.cuda.synchronize()
-
-    def pointer(self, buffer: Any) -> int:
-        return buffer.data_ptr()
-
-    def load(self, artifact: Path, entry: str) -> Callable[..., Callable[[], int]]:
-        return bind_launch(artifact, entry, stream=self.stream.cuda_stream)
 
     def synchronize(self) -> None:
         self._torch.cuda.synchronize()
 
-    def time_call(self, call: Callable[[], int]) -> tuple[float, float, int]:
-        torch = self._torch
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        wall_start = time.perf_counter()
-        start.record(self.stream)
-        rc = call()
-        end.record(self.stream)
-        torch.cuda.synchronize()  # the whole device: work that escaped the stream counts here
-        wall = time.perf_counter() - wall_start
-        return start.elapsed_time(end) / 1e3, wall, rc
-
     def flush_cache(self) -> None:
-        with self._torch.cuda.stream(self.stream):
-            self._flush.fill_(0x5A)
+        self._flush.fill_(0x5A)

@@ -1,8 +1,8 @@
 """The validation gate: compile → correctness → profile → speed of light (DESIGN.md §4)."""
 
-from klineage.gate.isolation import Limits
 from klineage.gate.report import Comparison, GateReport, SpeedOfLight, StageResult, TimingStats, Verdict
 from klineage.gate.runner import GateOptions, compare_kernels, run_gate
+from klineage.gate.sandbox import Limits
 
 __all__ = [
     "Comparison",

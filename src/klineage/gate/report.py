@@ -24,7 +24,7 @@ class Verdict(StrEnum):
     """Ran, but an output was wrong, unwritten, NaN/Inf where the reference is finite, or an
     input was modified."""
     CRASHED = "crashed"
-    """The worker died (signal, abort, out of memory) or kl_launch returned non-zero."""
+    """The kernel's process died (signal, abort, out of memory) or kl_launch returned non-zero."""
     TIMEOUT = "timeout"
     """No progress within the time limit (a hang or a far too slow kernel)."""
     REJECTED_CHEAT = "rejected_cheat"
@@ -58,10 +58,11 @@ class TimingStats(BaseModel):
     threads: int | None = None
     clock_allowance_s: float | None = Field(
         default=None, description="How far an honest kernel's clock read short of the trusted "
-        "side's round trip (calibrated); a call's time is at least its round trip less this")
+        "side's round trip (calibrated, 90th percentile)")
     clock_raised_share: float | None = Field(
-        default=None, description="Share of timed calls whose own clock read shorter than the "
-        "trusted clock allows, and were timed by the trusted clock instead")
+        default=None, description="Share of timed calls timed by the trusted clock instead of "
+        "their own (0 when the candidate's clock was believed: its median call read short of "
+        "the trusted one by no more than the allowance)")
 
 
 class SpeedOfLight(BaseModel):
@@ -83,7 +84,8 @@ class SpeedOfLight(BaseModel):
 
 
 class Comparison(BaseModel):
-    """Paired, interleaved A-vs-B timing in one worker. ratio = time(candidate)/time(baseline)."""
+    """Paired, interleaved A-vs-B timing, each kernel in its own runner.
+    ratio = time(candidate) / time(baseline)."""
 
     baseline: str
     candidate: str

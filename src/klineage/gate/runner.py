@@ -1,4 +1,4 @@
-"""The gate, end to end: static → compile → (worker: correctness → profile) → speed of light
+"""The gate, end to end: static → compile → (sandbox: correctness → profile) → speed of light
 → optional paired comparison. Each stage either passes or ends the run with a verdict."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,10 +14,10 @@ from filelock import FileLock
 
 from klineage import __version__, settings
 from klineage.backends import Backend, BuildResult, backend_for
-from klineage.errors import BackendUnavailableError, ConfigError, WorkerError, WorkloadError
+from klineage.errors import BackendUnavailableError, ConfigError, WorkerError
 from klineage.gate._trusted import run_sandboxed
-from klineage.gate.isolation import Limits, run_worker
 from klineage.gate.report import Comparison, GateReport, StageResult, TimingStats, Verdict
+from klineage.gate.sandbox import Limits
 from klineage.gate.sol import speed_of_light, too_fast
 from klineage.gate.static import forbidden_in_source, forbidden_symbols
 from klineage.workload import check_not_degenerate, load_reference
@@ -94,7 +94,7 @@ class _Run:
         if build is None:
             return self._finish()
         self._ensure_workload_sane()
-        if not self._worker(build):
+        if not self._sandboxed_checks(build):
             return self._finish()
         if self.report.timing and not self._speed_of_light():
             return self._finish()
@@ -149,47 +149,19 @@ class _Run:
             check_not_degenerate(self.workload, load_reference(self.workload))
             _checked_workloads.add(key)
 
-    def _job(self, mode: str, builds: list[tuple[BuildResult, KernelSpec]]) -> dict[str, Any]:
+    def _job(self, mode: str) -> dict[str, Any]:
         o = self.options
         ceilings_cache = self.backend.ceilings(self.threads).cache_bytes
         return {
-            "mode": mode, "backend": self.backend.name, "workload": str(self.workload.root),
-            "quick": self.workload.quick,
-            "threads": self.threads, "seeds": self.seeds, "check": o.check, "profile": o.profile,
-            "kernels": [{"artifact": str(b.artifact), "entry": k.entry} for b, k in builds],
+            "mode": mode, "threads": self.threads, "seeds": self.seeds, "check": o.check,
+            "profile": o.profile,
             "timing": {"trials": o.trials, "target_trial_s": o.target_trial_s,
                        "warmup_s": o.warmup_s, "max_reps": o.max_reps, "min_sets": o.min_sets,
                        "max_sets": o.max_sets, "max_footprint_bytes": o.max_footprint_bytes,
-                       "cache_bytes": ceilings_cache, "flush": True, "compare_s": o.compare_s,
+                       "cache_bytes": ceilings_cache, "compare_s": o.compare_s,
                        "min_pairs": o.min_pairs, "max_pairs": o.max_pairs,
                        "seed": self.seeds[-1]},
         }
-
-    def _call_worker(self, job: dict[str, Any],
-                     builds: list[tuple[BuildResult, KernelSpec]]) -> dict[str, Any] | None:
-        if self.backend.sandboxed:
-            return self._call_sandbox(job, builds)
-        limits = self.options.limits
-        if not self.backend.address_space_limit_ok():
-            limits = replace(limits, memory_bytes=None)
-        # Builds run in parallel; timed runs on one device never overlap (across processes too).
-        lock = settings.cache_dir() / "locks" / f"{self.backend.device_key()}.lock"
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(lock)):
-            outcome = run_worker(job, self.backend.worker_env(self.threads), limits, self.progress,
-                                 standby_imports=self.backend.standby_imports)
-        if outcome.status == "timeout":
-            self._fail(Verdict.TIMEOUT, outcome.reason)
-            return None
-        if outcome.status == "died":
-            where = f" during '{outcome.last_step}'" if outcome.last_step else ""
-            self._fail(Verdict.CRASHED, f"{outcome.reason}{where}")
-            return None
-        error = outcome.result.get("error")
-        if error:
-            kind = WorkloadError if "Workload" in error["type"] else WorkerError
-            raise kind(error["message"])
-        return outcome.result
 
     def _call_sandbox(self, job: dict[str, Any],
                       builds: list[tuple[BuildResult, KernelSpec]]) -> dict[str, Any]:
@@ -203,10 +175,10 @@ class _Run:
                                  [(b, k.entry) for b, k in builds], limits.stall_s, memory,
                                  self.progress)
 
-    def _worker(self, build: BuildResult) -> bool:
+    def _sandboxed_checks(self, build: BuildResult) -> bool:
         started = time.perf_counter()
         builds = [(build, self.kernel)]
-        result = self._call_worker(self._job("gate", builds), builds)
+        result = self._call_sandbox(self._job("gate"), builds)
         checks = (result or {}).get("checks", 0)
         if result is None or result["outcome"] != "ok":
             if result is not None:
@@ -265,7 +237,7 @@ def _paired(run: _Run, build: BuildResult, baseline: KernelSpec) -> Comparison:
         raise ConfigError(f"baseline kernel {baseline.name!r} does not compile:\n"
                           f"{_compiler_errors(base_build.log)}")
     builds = [(base_build, baseline), (build, run.kernel)]
-    result = run._call_worker(run._job("compare", builds), builds)
+    result = run._call_sandbox(run._job("compare"), builds)
     if result is None or result["outcome"] != "ok":
         reason = run.report.reason if result is None else result["reason"]
         raise WorkerError(f"the paired comparison failed after both kernels passed: {reason}")
@@ -284,7 +256,7 @@ def compare_kernels(
     options: GateOptions | None = None,
     on_progress: ProgressFn | None = None,
 ) -> Comparison:
-    """Paired, interleaved timing of two kernels in one worker (no correctness gate: run
+    """Paired, interleaved timing of two kernels, each in its own runner (no correctness gate: run
     ``run_gate`` on each first)."""
     backend = backend or backend_for(candidate.language)
     run = _Run(workload, candidate, backend, options or GateOptions(),

@@ -14,6 +14,7 @@ times; outputs are read here, from the arena, and judged by ``gate._trusted``.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import os
 import resource
@@ -24,13 +25,15 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from klineage.backends._arenas import CudaArena, HostArena
 from klineage.backends.base import RunnerSpec
 from klineage.errors import WorkerError
 
-__all__ = ["Arena", "CallResult", "Candidate", "CandidateFailed", "private_copy"]
+__all__ = ["Arena", "CallResult", "Candidate", "CandidateFailed", "Limits", "guard_this_process",
+           "private_copy"]
 
 Arena = HostArena | CudaArena
 _SYSCALL_NAMES_X86_64 = {
@@ -41,6 +44,17 @@ _SYSCALL_NAMES_X86_64 = {
     310: "process_vm_readv", 311: "process_vm_writev", 317: "seccomp", 319: "memfd_create",
     322: "execveat", 435: "clone3", 437: "openat2",
 }
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How long and how much a candidate may take before it becomes a verdict."""
+
+    stall_s: float = 60.0
+    """No answer to one command for this long is a hang (each call is one command)."""
+    memory_bytes: int | None = 8 << 30
+    """Address-space cap of the runner, beyond its shared arenas, where the backend allows one
+    (CPU), else None."""
 
 
 class CandidateFailed(Exception):
@@ -62,9 +76,6 @@ class CallResult:
     """Our clock from sending the command to reading the reply."""
     cpu_s: float
     """CPU time the candidate's process used during the call, read from outside it."""
-    idle_cpu_s: float
-    """CPU time it used between its previous reply and this command (should be none)."""
-    idle_s: float
 
 
 def private_copy(artifact: Path, sha256: str, folder: Path) -> Path:
@@ -86,8 +97,8 @@ class Candidate:
     def __init__(self, runner: RunnerSpec, kernel: tuple[Path, str], entry: str, inputs: Arena,
                  outputs: Arena, threads: int, memory_bytes: int | None, stall_s: float,
                  env: dict[str, str]):
+        guard_this_process()
         self.stall_s, self.threads, self.memory_bytes = stall_s, threads, memory_bytes
-        self.idle_cpu = runner.idle_cpu
         self._folder = Path(tempfile.mkdtemp(prefix="klineage-candidate-"))
         self._folder.chmod(0o755)  # the runner reads its kernel as nobody
         library = private_copy(*kernel, self._folder)
@@ -114,8 +125,6 @@ class Candidate:
                 os.close(fd)
             log.close()
         self._cpu_clock = _cpu_clock_of(self.process.pid)
-        self._last_reply_cpu = 0.0
-        self._last_reply_at = time.perf_counter()
         self._buffer = b""
         ready = self._reply_line("loading the kernel")
         if not ready.startswith("READY"):
@@ -123,7 +132,6 @@ class Candidate:
         _, in_base, out_base = ready.split()
         self.in_base, self.out_base = int(in_base, 16), int(out_base, 16)
         self.in_bytes, self.out_bytes = inputs.nbytes, outputs.nbytes
-        self.mark_idle()
 
     def __enter__(self) -> Candidate:
         return self
@@ -135,7 +143,6 @@ class Candidate:
     def call(self, in_offsets: list[int], out_offsets: list[int], axes: list[int],
              params: list[float], step: str) -> CallResult:
         """Run one call; the reply is checked by the caller."""
-        idle_s = time.perf_counter() - self._last_reply_at
         cpu_before = self._cpu()
         words = [len(in_offsets), len(out_offsets), len(axes), len(params), *in_offsets,
                  *out_offsets, *axes]
@@ -144,34 +151,25 @@ class Candidate:
         started = time.perf_counter()
         self._send(line)
         reply = self._reply_line(step)
-        wall = time.perf_counter() - started
-        cpu_after = self._cpu()
-        self._last_reply_at = time.perf_counter()
+        wall = self._answered_at - started
         parts = reply.split()
         if len(parts) != 3 or parts[0] != "R":
             raise CandidateFailed("rejected_cheat", f"{step}: the candidate's process answered "
                                   f"{reply[:80]!r} instead of a call result")
         result = CallResult(rc=int(parts[1]), reported_s=int(parts[2]) / 1e9, wall_s=wall,
-                            cpu_s=cpu_after - cpu_before,
-                            idle_cpu_s=cpu_before - self._last_reply_cpu, idle_s=idle_s)
-        self._last_reply_cpu = cpu_after
+                            cpu_s=self._answered_cpu - cpu_before)
         return result
 
     def protect(self, offset: int, length: int, accessible: bool) -> None:
         if length:
             self._send(f"P {offset} {length} {3 if accessible else 0}")
             self._expect_ok("laying out buffers")
-            self.mark_idle()
-
-    def mark_idle(self) -> None:
-        """From now on the process should use no CPU until the next call."""
-        self._last_reply_cpu = self._cpu()
-        self._last_reply_at = time.perf_counter()
 
     def close(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
+        with contextlib.suppress(ChildProcessError):
+            self.process.wait()
         for fd in (self._command, self._reply):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -188,9 +186,26 @@ class Candidate:
         try:
             return time.clock_gettime(self._cpu_clock)
         except OSError:  # the process is gone; its death is reported by the next read
-            return self._last_reply_cpu
+            return 0.0
+
+    def _freeze(self, step: str) -> None:
+        """Stop the whole process the moment it has answered: between calls none of its
+        threads runs, so nothing it does can overlap our work (it cannot start on the next
+        inputs while we write them, nor finish a call after it returned)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.process.pid, signal.SIGSTOP)
+        try:
+            _, status = os.waitpid(self.process.pid, os.WUNTRACED)
+        except ChildProcessError:
+            return
+        if not os.WIFSTOPPED(status):  # it died meanwhile; keep what Popen would have seen
+            self.process.returncode = (-os.WTERMSIG(status) if os.WIFSIGNALED(status)
+                                       else os.WEXITSTATUS(status))
+            self._raise_death(step)
 
     def _send(self, line: str) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.process.pid, signal.SIGCONT)
         try:
             os.write(self._command, (line + "\n").encode())
         except BrokenPipeError:
@@ -216,10 +231,12 @@ class Candidate:
                 if not chunk:
                     self._raise_death(step)
                 self._buffer += chunk
+        self._answered_at, self._answered_cpu = time.perf_counter(), self._cpu()
         line, _, self._buffer = self._buffer.partition(b"\n")
         text = line.decode(errors="replace")
         if text.startswith("S "):
             self._raise_signal(text, step)
+        self._freeze(step)
         return text
 
     def _raise_signal(self, text: str, step: str) -> None:
@@ -261,6 +278,17 @@ class Candidate:
         if self.out_base <= address < self.out_base + self.out_bytes:
             return "it wrote outside its outputs, into a guard page"
         return f"at address {address:#x}"
+
+
+@cache
+def guard_this_process() -> None:
+    """Without root the runner cannot drop to another user, so keep this process's memory
+    (seeds, inputs to come) away from it: a non-dumpable process cannot be ptraced or have its
+    /proc/PID/mem read by another process of the same user."""
+    if os.geteuid() != 0:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE, 0
+            raise WorkerError(f"cannot make the gate's process non-dumpable: errno {ctypes.get_errno()}")
 
 
 def _cpu_clock_of(pid: int) -> int:
