@@ -96,13 +96,10 @@ class CpuBackend:
                              [settings.c_compiler(), "-O2", "-fPIC", "-shared"])
 
     def sandbox_env(self, threads: int | None) -> dict[str, str]:
-        # An OpenMP team spins a while after each region before it sleeps; the runner is stopped
-        # between calls, so that costs only the calls themselves. The spin is shortened from
-        # libgomp's default (300k): spinning threads on every core delayed our process's wake-up
-        # after the reply by milliseconds on 2 cores, while a passive team (no spin) made the
-        # rmsnorm and softmax experts 1.4x slower (measured 2026-12-01).
-        return {"OMP_NUM_THREADS": str(threads or 1), "GOMP_SPINCOUNT": "100000",
-                "PATH": "/usr/bin:/bin", "LC_ALL": "C"}
+        # OpenMP keeps libgomp's defaults (a team spins a while after a region before it sleeps):
+        # the runner is stopped between calls, so the spin costs only the calls themselves. A
+        # passive team made the rmsnorm and softmax experts 1.4x slower (measured 2026-12-01).
+        return {"OMP_NUM_THREADS": str(threads or 1), "PATH": "/usr/bin:/bin", "LC_ALL": "C"}
 
     def address_space_limit_ok(self) -> bool:
         return True
