@@ -39,7 +39,7 @@ from klineage.workload import load_reference, poison_value, run_reference
 from klineage.workload.dtypes import dtype_info
 from klineage.workload.model import Workload
 
-__all__ = ["TrustedSession", "arena_sizes"]
+__all__ = ["TrustedSession", "run_sandboxed"]
 
 Failure = tuple[str, str]
 _KEPT_TIMED_CALLS = 8

@@ -91,8 +91,8 @@ def private_copy(artifact: Path, sha256: str, folder: Path) -> Path:
 
 
 class Candidate:
-    """One runner process holding one kernel. Use as a context manager: the whole process
-    group is killed on exit, whatever happened."""
+    """One runner process holding one kernel. ``close`` kills its whole process group,
+    whatever happened; the session that made it always calls it."""
 
     def __init__(self, runner: RunnerSpec, kernel: tuple[Path, str], entry: str, inputs: Arena,
                  outputs: Arena, threads: int, memory_bytes: int | None, stall_s: float,
@@ -132,12 +132,6 @@ class Candidate:
         _, in_base, out_base = ready.split()
         self.in_base, self.out_base = int(in_base, 16), int(out_base, 16)
         self.in_bytes, self.out_bytes = inputs.nbytes, outputs.nbytes
-
-    def __enter__(self) -> Candidate:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- protocol --------------------------------------------------------------------------
     def call(self, in_offsets: list[int], out_offsets: list[int], axes: list[int],
