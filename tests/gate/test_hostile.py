@@ -16,7 +16,7 @@ import pytest
 
 from klineage.backends import backend_for
 from klineage.gate import GateOptions, Limits, Verdict, run_gate
-from klineage.gate._trusted import run_sandboxed
+from klineage.gate._job import run_sandboxed
 from klineage.workload import load_kernel
 
 HOSTILE = Path(__file__).parent / "hostile"
@@ -98,3 +98,4 @@ def test_cuda_kernels_get_their_verdict(name):
                           limits=Limits(stall_s=60, memory_bytes=None))
     report = run_gate(workload, load_kernel(workload, _folder(name)), options=options)
     assert report.verdict.value in _expected(name), f"{CATALOGUE[name]['why']}\n{report.reason}"
+    assert CATALOGUE[name].get("reason_contains", "") in report.reason

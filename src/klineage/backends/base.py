@@ -89,11 +89,12 @@ class Device(Protocol):
     def random(self, spec: TensorSpec, dims: tuple[int, ...], seed: int, index: int) -> Any:
         """A new buffer of seeded inputs (same seed, index and dims: same values)."""
 
-    def draw(self, spec: TensorSpec, dims: tuple[int, ...], rng: np.random.Generator) -> Any:
-        """Fresh values of an input's distribution, seeded from ``rng``."""
+    def generator(self, rng: np.random.Generator) -> Any:
+        """A generator of random values on this device, seeded from ``rng`` (made once per session:
+        a timed call should cost few operations of ours)."""
 
-    def upload(self, values: np.ndarray) -> Any:
-        """A host array as a buffer of this device."""
+    def draw(self, spec: TensorSpec, dims: tuple[int, ...], generator: Any) -> Any:
+        """Fresh values of an input's distribution, from a ``generator``."""
 
     def put(self, view: Any, values: Any) -> None:
         """Write values (a buffer, or a host array) into a view of an arena."""
@@ -113,8 +114,21 @@ class Device(Protocol):
     def fill(self, buffer: Any, value: float | int, bytewise: bool = False) -> None:
         """Poison a buffer (``bytewise``: every byte set to ``value``)."""
 
-    def bytes_differ(self, a: Any, b: Any) -> int:
-        """How many bytes of two same-shaped buffers differ."""
+    def pick_blocks(self, count: int, share: int, generator: Any) -> Any:
+        """Indices (on the device) of one of ``count`` blocks at a random place in each window of
+        ``share``: distinct, so the inputs of a call can be rebuilt from its draw, and drawn in
+        O(picked) from a ``generator`` that never leaves the trusted process."""
+
+    def words_differ(self, a: Any, b: Any) -> Any:
+        """How many words of two same-sized buffers differ bitwise (a word: the widest of 8, 4, 2
+        or 1 bytes that divides the size, ``_arenas.word_bytes``), as a count: a device scalar not
+        yet read back (GPU) or an int; ``counts`` reads several at once."""
+
+    def bytes_not(self, buffer: Any, byte: int) -> Any:
+        """How many bytes of a buffer are not ``byte``, as a count like ``elements_differ``'s."""
+
+    def counts(self, pending: list[Any]) -> list[int]:
+        """The values of counts, read back together (one synchronisation)."""
 
     def reference_input(self, buffer: Any, framework: str) -> Any:
         """A copy of an input as the reference takes it (numpy on the host, or a torch tensor)."""

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from klineage import settings
-from klineage.backends._arenas import HostArena
+from klineage.backends._arenas import HostArena, word_bytes
 from klineage.backends._build_cache import (
     SANDBOX_SOURCES,
     cached_build,
@@ -162,11 +162,11 @@ class CpuDevice:
     def arena(self, nbytes: int, name: str) -> HostArena:
         return HostArena(nbytes, name)
 
-    def upload(self, values: np.ndarray) -> np.ndarray:
-        return values
+    def generator(self, rng: np.random.Generator) -> np.random.Generator:
+        return rng
 
-    def draw(self, spec: TensorSpec, dims: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
-        return draw_values(spec, dims, rng)
+    def draw(self, spec: TensorSpec, dims: tuple[int, ...], generator: np.random.Generator) -> np.ndarray:
+        return draw_values(spec, dims, generator)
 
     def put(self, view: np.ndarray, values: np.ndarray) -> None:
         view[...] = values
@@ -184,8 +184,20 @@ class CpuDevice:
         buffer[...] = array
         return buffer
 
-    def bytes_differ(self, a: np.ndarray, b: np.ndarray) -> int:
-        return int(np.count_nonzero(a.view(np.uint8) != b.view(np.uint8)))
+    def pick_blocks(self, count: int, share: int, generator: np.random.Generator) -> np.ndarray:
+        windows = max(1, count // share)
+        width = count // windows
+        return np.arange(windows) * width + generator.integers(0, width, windows)
+
+    def words_differ(self, a: np.ndarray, b: np.ndarray) -> int:
+        word = np.dtype(f"u{word_bytes(a.nbytes)}")
+        return int(np.count_nonzero(a.reshape(-1).view(word) != b.reshape(-1).view(word)))
+
+    def bytes_not(self, buffer: np.ndarray, byte: int) -> int:
+        return int(np.count_nonzero(buffer.view(np.uint8) != byte))
+
+    def counts(self, pending: list[Any]) -> list[int]:
+        return [int(c) for c in pending]
 
     def reference_input(self, buffer: np.ndarray, framework: str) -> np.ndarray:
         return buffer.copy()

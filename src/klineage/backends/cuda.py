@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from klineage import settings
-from klineage.backends._arenas import CudaArena
+from klineage.backends._arenas import CudaArena, word_bytes
 from klineage.backends._build_cache import (
     SANDBOX_SOURCES,
     cached_build,
@@ -255,7 +255,7 @@ class CudaDevice:
     def arena(self, nbytes: int, name: str) -> CudaArena:
         return CudaArena(nbytes, name, self._torch)
 
-    def upload(self, values: np.ndarray) -> Any:
+    def _upload(self, values: np.ndarray) -> Any:
         if values.dtype.name == "bfloat16":
             tensor = self._torch.from_numpy(values.view(np.int16)).view(self._torch.bfloat16)
         else:
@@ -263,7 +263,7 @@ class CudaDevice:
         return tensor.to("cuda")
 
     def put(self, view: Any, values: Any) -> None:
-        view.copy_(self.upload(values) if isinstance(values, np.ndarray) else values)
+        view.copy_(self._upload(values) if isinstance(values, np.ndarray) else values)
 
     def clone(self, view: Any) -> Any:
         return view.clone()
@@ -277,6 +277,7 @@ class CudaDevice:
         self._torch = torch
         l2 = torch.cuda.get_device_properties(0).L2_cache_size
         self._flush = torch.empty(_FLUSH_FACTOR * l2 // 4, dtype=torch.int32, device="cuda")
+        self._starts: dict[tuple[int, int], Any] = {}
 
     def _torch_dtype(self, dtype: np.dtype) -> Any:
         t = self._torch
@@ -287,20 +288,24 @@ class CudaDevice:
     def random(self, spec: TensorSpec, dims: tuple[int, ...], seed: int, index: int) -> Any:
         """Drawn on the device by torch's generator: host generation of GiB-sized inputs
         dominated GPU gate time. Same (seed, index, dims): same values, on this device."""
-        buffer = self._generate(spec, dims, (seed * 1_000_003 + index) % (1 << 63))
+        generator = self._torch.Generator(device="cuda")
+        generator.manual_seed((seed * 1_000_003 + index) % (1 << 63))
+        buffer = self._generate(spec, dims, generator)
         if buffer.numel() and not bool(buffer.any()):  # never hand out all zeros
             buffer.view(-1)[0] = 1
         self._torch.cuda.synchronize()
         return buffer
 
-    def draw(self, spec: TensorSpec, dims: tuple[int, ...], rng: np.random.Generator) -> Any:
-        """Fresh values of the input's distribution, on the device, seeded from ``rng``."""
-        return self._generate(spec, dims, int(rng.integers(0, 1 << 62)))
+    def generator(self, rng: np.random.Generator) -> Any:
+        generator = self._torch.Generator(device="cuda")
+        generator.manual_seed(int(rng.integers(0, 1 << 62)))
+        return generator
 
-    def _generate(self, spec: TensorSpec, dims: tuple[int, ...], seed: int) -> Any:
+    def draw(self, spec: TensorSpec, dims: tuple[int, ...], generator: Any) -> Any:
+        return self._generate(spec, dims, generator)
+
+    def _generate(self, spec: TensorSpec, dims: tuple[int, ...], generator: Any) -> Any:
         torch = self._torch
-        generator = torch.Generator(device="cuda")
-        generator.manual_seed(seed)
         kind, args = parse_init(spec.init, spec.dtype)
         shape = tuple(dims)
         if kind == "normal":
@@ -321,10 +326,27 @@ class CudaDevice:
             return buffer.view(self._torch.int16).cpu().numpy().view(ml_dtypes.bfloat16)
         return buffer.cpu().numpy()
 
-    def bytes_differ(self, a: Any, b: Any) -> int:
-        uint8 = self._torch.uint8
-        a, b = a.reshape(-1).view(uint8), b.reshape(-1).view(uint8)
-        return 0 if self._torch.equal(a, b) else int((a != b).sum())  # equal: no temporary
+    def pick_blocks(self, count: int, share: int, generator: Any) -> Any:
+        # On the device: an upload from host memory would wait for all the work queued before it.
+        torch = self._torch
+        windows = max(1, count // share)
+        width = count // windows
+        starts = self._starts.get((windows, width))
+        if starts is None:
+            starts = self._starts[(windows, width)] = torch.arange(0, windows * width, width,
+                                                                   device="cuda")
+        return starts + torch.randint(0, width, (windows,), generator=generator, device="cuda")
+
+    def words_differ(self, a: Any, b: Any) -> Any:
+        word = {8: self._torch.int64, 4: self._torch.int32, 2: self._torch.int16,
+                1: self._torch.uint8}[word_bytes(a.numel() * a.element_size())]
+        return self._torch.count_nonzero(a.reshape(-1).view(word) != b.reshape(-1).view(word))
+
+    def bytes_not(self, buffer: Any, byte: int) -> Any:
+        return self._torch.count_nonzero(buffer.reshape(-1).view(self._torch.uint8) != byte)
+
+    def counts(self, pending: list[Any]) -> list[int]:
+        return self._torch.stack(pending).tolist() if pending else []
 
     def reference_input(self, buffer: Any, framework: str) -> Any:
         return buffer.clone() if framework == "torch" else self.download(buffer)

@@ -20,63 +20,37 @@ Each check answers a way a gate has been fooled (REFERENCES.md):
 
 from __future__ import annotations
 
-import gc
-import math
-import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from klineage.backends._arenas import PAGE
-from klineage.backends.base import Backend, Device
+from klineage.backends.base import Device
+from klineage.gate._clocks import CALIBRATION_CALLS, calibration_seconds, trusted_times
 from klineage.gate._compare import output_mismatch
+from klineage.gate._layout import (
+    CANARY,
+    GUARD,
+    InputSet,
+    Output,
+    arena_sizes,
+    footprint,
+    freshen,
+    inputs_of,
+    nbytes,
+    set_count,
+)
 from klineage.gate.sandbox import Arena, CallResult, Candidate, CandidateFailed
 from klineage.gate.stats import summarize_trials
 from klineage.workload import load_reference, poison_value, run_reference
 from klineage.workload.dtypes import dtype_info
 from klineage.workload.model import Workload
 
-__all__ = ["TrustedSession", "run_sandboxed"]
+__all__ = ["TrustedSession"]
 
 Failure = tuple[str, str]
 _KEPT_TIMED_CALLS = 8
-_FRESH_BLOCK = 64
-"""Elements per redrawn block; 1 block in ``_FRESH_SHARE`` is redrawn before each timed call."""
-_FRESH_SHARE = 64
-_CALIBRATION_CALLS = 21
-_FORGED_CLOCK = 0.25
-"""A clock reading under this share of what ours allows is a cheat. Between it and 1 our clock
-times the calls instead: two multithreaded runners taking turns on 2 cores once read half of
-ours honestly, so a bar at one half accused honest kernels; a forged clock reads near zero."""
-_CANARY = 0xC5
-_GUARD = 16 * PAGE
-"""Inaccessible bytes before and after every output (on CPU; canaries are checked on both)."""
-
-
-@dataclass
-class _Output:
-    offset: int
-    nbytes: int
-    span: int
-    """Bytes from offset to the guard page: the tail past nbytes holds canary bytes."""
-
-
-@dataclass
-class _Set:
-    """Inputs for one size (in the shared input arena) and the output layout for it."""
-
-    axes: dict[str, int]
-    inputs: list[np.ndarray]
-    in_offsets: list[int]
-    outputs: list[_Output]
-    seed: int
-    fresh: list[tuple[Any, Any] | None] = field(default_factory=list)
-    """Per input, the blocks redrawn for the last call and their original values."""
-    mirror: list[Any] = field(default_factory=list)
-    """Where the runner could write inputs (GPU memory): our own copy, compared after each call."""
 
 
 class _Reservoir:
@@ -106,14 +80,17 @@ class TrustedSession:
         self.reference = load_reference(workload)
         self.checks_done = 0
         self._rng = np.random.default_rng([seeds[-1], 0x5EC2E7])  # never leaves this process
+        self._draws = device.generator(self._rng)
         self._round = 0
         in_bytes, out_bytes = arena_sizes(workload, timing)
         self.inputs = device.arena(in_bytes, "inputs")
         self._out_bytes = out_bytes
-        self._next_out = _GUARD  # the arena starts with a guard region
+        self._next_out = GUARD  # the arena starts with a guard region
         self.candidates: list[tuple[Candidate, Arena]] = []
         self._make_spin = make_spin
         self._spin: Candidate | None = None
+        self._pending: list[tuple[str, Callable[[int], Failure], Any]] = []
+        """Checks queued on the device and not read back yet: (call, failure for a count, count)."""
 
     def load(self, make: Callable[[Arena, Arena], Candidate]) -> Candidate:
         outputs = self.device.arena(self._out_bytes, "outputs")
@@ -133,36 +110,37 @@ class TrustedSession:
     # -- layout -----------------------------------------------------------------------------
     def _reset(self) -> None:
         self.inputs.reset()
-        self._next_out = _GUARD
+        self._next_out = GUARD
         for candidate, outputs in self.candidates:
             candidate.protect(0, outputs.nbytes, accessible=True)
-            candidate.protect(0, _GUARD, accessible=False)
+            candidate.protect(0, GUARD, accessible=False)
 
-    def _new_set(self, axes: dict[str, int], seed: int) -> _Set:
+    def _new_set(self, axes: dict[str, int], seed: int) -> InputSet:
         inputs, offsets = [], []
         for index, spec in enumerate(self.workload.inputs):
             dims = spec.dims(axes)
-            offset = self.inputs.take(max(_nbytes(spec, axes), 1))
+            offset = self.inputs.take(max(nbytes(spec, axes), 1))
             view = self.inputs.view(offset, dims, dtype_info(spec.dtype).numpy)
             self.device.put(view, self.device.random(spec, dims, seed, index))
             inputs.append(view)
             offsets.append(offset)
         outputs = []
         for spec in self.workload.outputs:
-            nbytes = math.prod(spec.dims(axes)) * dtype_info(spec.dtype).numpy.itemsize
-            span = -(-max(nbytes, 1) // PAGE) * PAGE
+            size = nbytes(spec, axes)
+            span = -(-max(size, 1) // PAGE) * PAGE
             offset = self._next_out
-            self._next_out += span + _GUARD
+            self._next_out += span + GUARD
             if self._next_out > self._out_bytes:
                 raise RuntimeError("internal: output arena too small")
-            outputs.append(_Output(offset, nbytes, span))
+            outputs.append(Output(offset, size, span))
             for candidate, arena in self.candidates:
-                self.device.fill(arena.region(offset + nbytes, offset + span), _CANARY, bytewise=True)
-                candidate.protect(offset + span, _GUARD, accessible=False)
+                for start, end in _canary_regions(outputs[-1]):
+                    self.device.fill(arena.region(start, end), CANARY, bytewise=True)
+                candidate.protect(offset + span, GUARD, accessible=False)
         mirror = [] if self.device.inputs_protected else [self.device.clone(v) for v in inputs]
-        return _Set(axes, inputs, offsets, outputs, seed, [None] * len(inputs), mirror)
+        return InputSet(axes, inputs, offsets, outputs, seed, [None] * len(inputs), mirror)
 
-    def _write_seed(self, bufs: _Set, seed: int) -> None:
+    def _write_seed(self, bufs: InputSet, seed: int) -> None:
         for index, (spec, view) in enumerate(zip(self.workload.inputs, bufs.inputs, strict=True)):
             values = self.device.random(spec, spec.dims(bufs.axes), seed, index)
             self.device.put(view, values)
@@ -170,17 +148,25 @@ class TrustedSession:
                 self.device.put(bufs.mirror[index], values)
         bufs.seed = seed
 
-    def _output_views(self, bufs: _Set, arena: Arena) -> list[Any]:
-        return [arena.view(o.offset, spec.dims(bufs.axes), dtype_info(spec.dtype).numpy)
+    def _output_views(self, bufs: InputSet, arena: Arena) -> list[Any]:
+        views = bufs.views.get(id(arena))
+        if views is None:
+            views = bufs.views[id(arena)] = [
+                arena.view(o.offset, spec.dims(bufs.axes), dtype_info(spec.dtype).numpy)
                 for o, spec in zip(bufs.outputs, self.workload.outputs, strict=True)]
+        return views
 
     # -- one call ---------------------------------------------------------------------------
-    def _poison(self, bufs: _Set, arena: Arena) -> None:
+    def _poison(self, bufs: InputSet, arena: Arena) -> None:
         self._round += 1
         for spec, view in zip(self.workload.outputs, self._output_views(bufs, arena), strict=True):
             self.device.fill(view, poison_value(spec.dtype, self._round), bytewise=spec.dtype == "bool")
 
-    def _call(self, candidate: Candidate, bufs: _Set, stage: str, detail: str) -> CallResult:
+    def _call(self, candidate: Candidate, bufs: InputSet, stage: str, detail: str,
+              deferred: bool = False) -> CallResult:
+        """One call on poisoned outputs. Its canaries and (where the runner could write them)
+        inputs are checked on the device; ``deferred``: read back at the next ``_settle``, so a
+        timed call costs no synchronisation of ours beyond the one before it."""
         arena = self._arena_of(candidate)
         self._poison(bufs, arena)
         self.progress(stage, detail)
@@ -199,13 +185,42 @@ class TrustedSession:
             raise
         if result.rc != 0:
             raise CandidateFailed("crashed", f"{detail}: kl_launch returned {result.rc}")
-        problem = (self._canaries(bufs, arena) or self._inputs_intact(bufs)
-                   or self._accounting(result))
+        problem = self._accounting(result)
         if problem:
             raise CandidateFailed(problem[0], f"{detail}: {problem[1]}")
+        self._pending.extend(self._device_checks(bufs, arena, detail))
+        if not deferred:
+            self._settle()
         return result
 
-    def _input_at(self, bufs: _Set, offset: int | None) -> str | None:
+    def _device_checks(self, bufs: InputSet, arena: Arena,
+                       detail: str) -> list[tuple[str, Callable[[int], Failure], Any]]:
+        """Canary bytes past every output, and inputs against our copy, as counts on the device."""
+        checks = []
+        for index, (spec, out) in enumerate(zip(self.workload.outputs, bufs.outputs, strict=True)):
+            regions = list(zip(_canary_regions(out), ("before its start", "past its end"), strict=True))
+            # Outputs follow each other: the region before one is the region after the last.
+            for (start, end), where in regions[index > 0:]:
+                checks.append((detail, lambda n, name=spec.name, where=where: (
+                    "incorrect", f"output {name!r}: the kernel wrote {where} ({n} bytes of the "
+                                 f"canary there changed)"),
+                               self.device.bytes_not(arena.region(start, end), CANARY)))
+        for spec, view, mine in zip(self.workload.inputs, bufs.inputs, bufs.mirror, strict=False):
+            checks.append((detail, lambda n, name=spec.name: (
+                "incorrect", f"input {name!r} was modified by the kernel (at least {n} bytes "
+                             f"changed)"), self.device.words_differ(view, mine)))
+        return checks
+
+    def _settle(self) -> None:
+        """Read back every queued device check; the first that found something fails."""
+        pending, self._pending = self._pending, []
+        for (detail, failure, _), count in zip(pending, self.device.counts([c for *_, c in pending]),
+                                               strict=True):
+            if count:
+                outcome, reason = failure(count)
+                raise CandidateFailed(outcome, f"{detail}: {reason}")
+
+    def _input_at(self, bufs: InputSet, offset: int | None) -> str | None:
         for spec, start, view in zip(self.workload.inputs, bufs.in_offsets, bufs.inputs, strict=True):
             if offset is not None and start <= offset < start + max(view.nbytes, 1):
                 return spec.name
@@ -213,22 +228,6 @@ class TrustedSession:
 
     def _arena_of(self, candidate: Candidate) -> Arena:
         return next(arena for c, arena in self.candidates if c is candidate)
-
-    def _inputs_intact(self, bufs: _Set) -> Failure | None:
-        for spec, view, mine in zip(self.workload.inputs, bufs.inputs, bufs.mirror, strict=False):
-            changed = self.device.bytes_differ(view, mine)
-            if changed:
-                return "incorrect", (f"input {spec.name!r} was modified by the kernel ({changed} "
-                                     f"bytes changed)")
-        return None
-
-    def _canaries(self, bufs: _Set, arena: Arena) -> Failure | None:
-        for spec, out in zip(self.workload.outputs, bufs.outputs, strict=True):
-            tail = arena.region(out.offset + out.nbytes, out.offset + out.span)
-            if tail.size and bool((tail != _CANARY).any()):
-                return "incorrect", (f"output {spec.name!r}: the kernel wrote past its end "
-                                     f"({int((tail != _CANARY).sum())} bytes beyond it changed)")
-        return None
 
     def _accounting(self, result: CallResult) -> Failure | None:
         if result.reported_s > result.wall_s + 5e-6:
@@ -242,7 +241,7 @@ class TrustedSession:
                                       f"declared thread(s)")
         return None
 
-    def _verify(self, bufs: _Set, given: list[Any], got: list[Any]) -> str | None:
+    def _verify(self, bufs: InputSet, given: list[Any], got: list[Any]) -> str | None:
         device, framework = self.device, self.workload.framework
         inputs = {s.name: device.reference_input(a, framework)
                   for s, a in zip(self.workload.inputs, given, strict=True)}
@@ -258,7 +257,7 @@ class TrustedSession:
                 return problem
         return None
 
-    def _call_and_verify(self, candidate: Candidate, bufs: _Set, what: str) -> None:
+    def _call_and_verify(self, candidate: Candidate, bufs: InputSet, what: str) -> None:
         self._call(candidate, bufs, "correctness", what)
         outputs = [self.device.clone(v) for v in self._output_views(bufs, self._arena_of(candidate))]
         problem = self._verify(bufs, bufs.inputs, outputs)
@@ -286,48 +285,21 @@ class TrustedSession:
             return exc.outcome, exc.reason
         return None
 
-    # -- fresh inputs -----------------------------------------------------------------------
-    def _freshen(self, bufs: _Set) -> list[tuple[Any, Any]]:
-        """Redraw a random share of every input's blocks; returns what was drawn, per input."""
-        device, drawn = self.device, []
-        for index, (spec, view) in enumerate(zip(self.workload.inputs, bufs.inputs, strict=True)):
-            blocks = _blocks(view)
-            previous = bufs.fresh[index]
-            picked = device.upload(_pick_blocks(len(blocks), self._rng))
-            values = device.draw(spec, (len(picked), blocks.shape[1]), self._rng)
-            for target in (blocks, *([_blocks(bufs.mirror[index])] if bufs.mirror else [])):
-                if previous is not None:
-                    target[previous[0]] = previous[1]  # back to the base values
-                originals = target[picked]
-                target[picked] = values
-            bufs.fresh[index] = (picked, originals)
-            drawn.append((picked, values))
-        return drawn
-
-    def _inputs_of(self, bufs: _Set, drawn: list[tuple[Any, Any]]) -> list[Any]:
-        """The inputs a kept call saw, rebuilt from the base values and what it drew."""
-        rebuilt = []
-        for view, (picked, values), current in zip(bufs.inputs, drawn, bufs.fresh, strict=True):
-            copy = self.device.clone(view)
-            blocks = _blocks(copy)
-            if current is not None:
-                blocks[current[0]] = current[1]
-            blocks[picked] = values
-            rebuilt.append(copy)
-        return rebuilt
-
     # -- timing -----------------------------------------------------------------------------
-    def timing_sets(self, timing: dict[str, Any]) -> list[_Set]:
+    def timing_sets(self, timing: dict[str, Any]) -> list[InputSet]:
         self._reset()
         axes = dict(self.workload.axes)
         base = self.seeds[-1] + 1000
         count = set_count(self.workload, timing)
         return [self._new_set(axes, base + k) for k in range(count)]
 
-    def _timed(self, candidate: Candidate, bufs: _Set, drawn: list[Any], reservoir: _Reservoir,
-               aside: list[list[np.ndarray]], tag: Any, stage: str) -> CallResult:
+    def _freshen(self, bufs: InputSet) -> list[tuple[Any, Any]]:
+        return freshen(self.device, self.workload, bufs, self._draws)
+
+    def _timed(self, candidate: Candidate, bufs: InputSet, drawn: list[Any], reservoir: _Reservoir,
+               aside: list[list[Any]], tag: Any, stage: str) -> CallResult:
         """One timed call on inputs just freshened; its outputs go aside, kept or not."""
-        result = self._call(candidate, bufs, stage, "timed call")
+        result = self._call(candidate, bufs, stage, f"timed call {tag}", deferred=True)
         slot = reservoir.slot()
         target = aside[slot if slot is not None else -1]  # the last one is scratch: same cost
         for sink, view in zip(target, self._output_views(bufs, self._arena_of(candidate)), strict=True):
@@ -336,31 +308,32 @@ class TrustedSession:
             reservoir.kept[slot] = (tag, bufs, drawn)
         return result
 
-    def _aside(self, bufs: _Set) -> list[list[Any]]:
+    def _aside(self, bufs: InputSet) -> list[list[Any]]:
         layout = [(spec.dims(bufs.axes), dtype_info(spec.dtype).numpy) for spec in self.workload.outputs]
         return [[self.device.empty(shape, dtype) for shape, dtype in layout]
                 for _ in range(_KEPT_TIMED_CALLS + 1)]
 
-    def _verify_kept(self, reservoir: _Reservoir, aside: list[list[np.ndarray]],
+    def _verify_kept(self, reservoir: _Reservoir, aside: list[list[Any]],
                      describe: Callable[[Any], str]) -> Failure | None:
         self.progress("profile", f"verifying {sum(k is not None for k in reservoir.kept)} timed calls")
         for slot, entry in enumerate(reservoir.kept):
             if entry is None:
                 continue
             tag, bufs, drawn = entry
-            problem = self._verify(bufs, self._inputs_of(bufs, drawn), aside[slot])
+            problem = self._verify(bufs, inputs_of(self.device, bufs, drawn), aside[slot])
             if problem:
                 return "incorrect", f"{describe(tag)}: {problem}"
         return None
 
-    def _warm_up(self, candidate: Candidate, sets: list[_Set], timing: dict[str, Any]) -> float:
+    def _warm_up(self, candidate: Candidate, sets: list[InputSet], timing: dict[str, Any]) -> float:
         spent, times = 0.0, []
         while len(times) < 2 or (spent < timing["warmup_s"] and len(times) < 50):
             bufs = sets[len(times) % len(sets)]
             self._freshen(bufs)
-            result = self._call(candidate, bufs, "profile", "warm-up")
+            result = self._call(candidate, bufs, "profile", "warm-up", deferred=True)
             times.append(result.reported_s)
             spent += result.wall_s
+        self._settle()
         return max(float(np.median(times)), 1e-9)
 
     def profile(self, candidate: Candidate, timing: dict[str, Any]) -> dict[str, Any] | Failure:
@@ -379,7 +352,8 @@ class TrustedSession:
                     bufs = sets[index % len(sets)]
                     calls.append(self._timed(candidate, bufs, self._freshen(bufs), reservoir, aside,
                                              index, "profile"))
-            times, clocks = self._trusted_times(calls, sets)
+                self._settle()
+            times, clocks = trusted_times(calls, self._calibrate(calibration_seconds(calls), sets))
             failure = self._verify_kept(reservoir, aside, lambda i: f"timed call {i}")
             if failure:
                 return failure
@@ -391,49 +365,19 @@ class TrustedSession:
                 "reps_per_trial": reps, "samples": len(calls),
                 "min_s": min(min(t) for t in trials),
                 "wall_median_s": float(np.median([c.wall_s for c in calls])),
-                "input_sets": len(sets), "footprint_bytes": _footprint(self.workload, sets),
+                "input_sets": len(sets), "footprint_bytes": footprint(self.workload, sets),
                 "threads": self.threads, "clock_allowance_s": clocks["allowance_s"],
                 "clock_raised_share": clocks["raised_share"]}
 
-    def _trusted_times(self, calls: list[CallResult],
-                       sets: list[_Set]) -> tuple[list[float], dict[str, float]]:
-        """The calls' times, as neither side's clock alone would give them.
-
-        The candidate's clock is precise but its own; ours includes the round trip. Our
-        calibration kernel, in a runner of its own and called the way timed calls are, measures
-        how far an honest kernel's clock reads short of ours; the 90th percentile of that is the
-        allowance. When the candidate's clock reads short of ours by no more than the allowance
-        on the median call, its readings are the times; otherwise ours take over (each call's
-        time is at least its round trip less the allowance), so a clock that reads short gains
-        nothing, and one that reads under a quarter of what ours allows is a cheat.
-        """
-        walls = np.asarray([c.wall_s for c in calls])
-        reported = np.asarray([c.reported_s for c in calls])
-        typical = float(np.median(reported))
-        spin_s = typical if typical >= 0.5 * float(np.median(walls)) else 0.9 * float(np.median(walls))
-        allowance = float(np.quantile(self._calibrate(spin_s, sets), 0.9))
-        ours = np.maximum(walls - allowance, 0.0)
-        seen = float(np.median(ours))
-        if typical < _FORGED_CLOCK * seen - 2e-5:
-            raise CandidateFailed("rejected_cheat", (
-                f"the candidate's clock read {typical * 1e3:.3f} ms per call where ours, less the "
-                f"{allowance * 1e3:.3f} ms an honest kernel's clock reads short, saw "
-                f"{seen * 1e3:.3f} ms: its timer does not measure the call (on a GPU: work "
-                f"escaped the timed stream)"))
-        believed = float(np.median(walls - reported)) <= allowance
-        times = reported if believed else np.maximum(reported, ours)
-        info = {"allowance_s": allowance, "raised_share": float(np.mean(times > reported))}
-        return times.tolist(), info
-
-    def _calibrate(self, seconds: float, sets: list[_Set]) -> np.ndarray:
-        """Calls of our calibration kernel, each after the same work on our side as a timed
-        call gets, on the same input sets."""
+    def _calibrate(self, seconds: float, sets: list[InputSet]) -> np.ndarray:
+        """Gaps between our clock and our calibration kernel's, over calls that each get the same
+        work on our side as a timed call does, on the same input sets."""
         if self._spin is None:
             self._spin_outputs = self.device.arena(self._out_bytes, "calibration")
             self._spin = self._make_spin(self.inputs, self._spin_outputs)
         aside = self._aside(sets[0])[-1]
         gaps = []
-        for index in range(_CALIBRATION_CALLS):
+        for index in range(CALIBRATION_CALLS):
             bufs = sets[index % len(sets)]
             self._freshen(bufs)
             self._poison(bufs, self._spin_outputs)
@@ -443,6 +387,7 @@ class TrustedSession:
             result = self._spin.call(bufs.in_offsets, [o.offset for o in bufs.outputs],
                                      [len(bufs.inputs), len(bufs.outputs), *sizes], [seconds],
                                      "profile: calibrating the clocks")
+            self._device_checks(bufs, self._spin_outputs, "")  # the same work, nothing to judge
             for sink, view in zip(aside, self._output_views(bufs, self._spin_outputs), strict=True):
                 self.device.copy_into(sink, view)
             gaps.append(result.wall_s - result.reported_s)
@@ -462,6 +407,7 @@ class TrustedSession:
             calls: dict[int, list[CallResult]] = {id(a): [], id(b): []}
             for index in range(pairs):
                 if index % 10 == 0:
+                    self._settle()
                     self.progress("compare", f"pair {index + 1}/{pairs}")
                 bufs = sets[index % len(sets)]
                 drawn = self._freshen(bufs)
@@ -470,7 +416,11 @@ class TrustedSession:
                     calls[id(candidate)].append(self._timed(
                         candidate, bufs, drawn, reservoirs[id(candidate)], asides[id(candidate)],
                         index, "compare"))
-            times = {id(c): self._trusted_times(calls[id(c)], sets)[0] for c in (a, b)}
+            self._settle()
+            times = {}
+            for candidate in (a, b):
+                gaps = self._calibrate(calibration_seconds(calls[id(candidate)]), sets)
+                times[id(candidate)] = trusted_times(calls[id(candidate)], gaps)[0]
             failure = None
             for role, candidate in (("baseline", a), ("candidate", b)):
                 failure = failure or self._verify_kept(
@@ -483,112 +433,9 @@ class TrustedSession:
         return times[id(a)], times[id(b)]
 
 
-def set_count(workload: Workload, timing: dict[str, Any]) -> int:
-    """How many rotated input sets timing uses: enough to exceed twice the last-level cache."""
-    per_set = max(_set_bytes(workload, dict(workload.axes)), 1)
-    wanted = math.ceil(2 * timing["cache_bytes"] / per_set) if timing["cache_bytes"] else 1
-    count = max(timing["min_sets"], min(wanted, timing["max_sets"],
-                                        timing["max_footprint_bytes"] // per_set))
-    return max(count, 1)
+def _canary_regions(out: Output) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The bytes before and after an output that hold canaries: its guard regions (on a GPU no
+    page can be made inaccessible, so they are all the runner meets there) and its last page's
+    tail. The region before an output is the one after the previous output, or the arena's head."""
+    return (out.offset - GUARD, out.offset), (out.offset + out.nbytes, out.offset + out.span + GUARD)
 
-
-def arena_sizes(workload: Workload, timing: dict[str, Any]) -> tuple[int, int]:
-    """(input arena, output arena) bytes for the largest layout a session makes."""
-    def sizes(axes: dict[str, int], sets: int) -> tuple[int, int]:
-        inputs = sum(_nbytes(s, axes) + 64 for s in workload.inputs)
-        outputs = sum(-(-max(_nbytes(s, axes), 1) // PAGE) * PAGE + _GUARD for s in workload.outputs)
-        return sets * inputs, _GUARD + sets * outputs
-
-    layouts = [sizes(axes, 2) for axes in workload.shapes()]
-    layouts.append(sizes(dict(workload.axes), set_count(workload, timing)))
-    return max(i for i, _ in layouts), max(o for _, o in layouts)
-
-
-def _nbytes(spec: Any, axes: dict[str, int]) -> int:
-    return math.prod(spec.dims(axes)) * dtype_info(spec.dtype).numpy.itemsize
-
-
-def _set_bytes(workload: Workload, axes: dict[str, int]) -> int:
-    return sum(_nbytes(s, axes) for s in (*workload.inputs, *workload.outputs))
-
-
-def _footprint(workload: Workload, sets: list[_Set]) -> int:
-    return sum(_set_bytes(workload, s.axes) for s in sets)
-
-
-def _pick_blocks(count: int, rng: np.random.Generator) -> np.ndarray:
-    """One block at a random place in each window of ``_FRESH_SHARE`` blocks: distinct indices
-    (a duplicate would make the rebuilt inputs ambiguous) in O(picked), unlike np.unique."""
-    windows = max(1, count // _FRESH_SHARE)
-    width = count // windows
-    return np.arange(windows) * width + rng.integers(0, width, windows)
-
-
-def _blocks(view: np.ndarray) -> np.ndarray:
-    """The whole blocks of an input as rows (a view); a small input is one element a row."""
-    flat = view.reshape(-1)
-    count = flat.shape[0]
-    width = _FRESH_BLOCK if count >= _FRESH_BLOCK * _FRESH_SHARE else 1
-    return flat[:count - count % width].reshape(-1, width)
-
-
-def run_sandboxed(workload: Workload, backend: Backend, job: dict[str, Any],
-                  builds: list[tuple[Any, str]], stall_s: float, memory_bytes: int | None,
-                  progress: Callable[[str, str], None]) -> dict[str, Any]:
-    """One gate job (``mode`` 'gate' or 'compare') with each kernel in its own runner; the
-    result: outcome, reason, checks, and timing or comparison."""
-    # The round trips are timed here, so nothing of ours may delay reading a reply: a
-    # collection of a large heap, or another thread of this process holding the GIL for its
-    # 5 ms switch interval (a loopback LLM server in the tests), once made an honest clock look
-    # forged. Refcounting still frees; cycles wait until the job is done, as timeit does.
-    collecting, interval = gc.isenabled(), sys.getswitchinterval()
-    gc.disable()
-    sys.setswitchinterval(1e-5)
-    try:
-        return _run_job(workload, backend, job, builds, stall_s, memory_bytes, progress)
-    finally:
-        sys.setswitchinterval(interval)
-        if collecting:
-            gc.enable()
-
-
-def _run_job(workload: Workload, backend: Backend, job: dict[str, Any],
-             builds: list[tuple[Any, str]], stall_s: float, memory_bytes: int | None,
-             progress: Callable[[str, str], None]) -> dict[str, Any]:
-    from klineage.gate.stats import comparison_record
-
-    threads = job["threads"] or 1
-    runner, env = backend.sandbox_runner(), backend.sandbox_env(threads)
-
-    def start(artifact: Path, sha256: str, entry: str) -> Callable[[Arena, Arena], Candidate]:
-        return lambda ins, outs: Candidate(runner, (artifact, sha256), entry, ins, outs, threads,
-                                           memory_bytes, stall_s, env)
-
-    device = backend.open_device(threads)
-    session = TrustedSession(workload, device, job["seeds"], threads, progress, job["timing"],
-                             start(*backend.calibration_kernel(), "kl_launch"))
-    try:
-        candidates = []
-        for build, entry in builds:
-            progress("sandbox", "starting the kernel's runner")
-            candidates.append(session.load(start(build.artifact, build.artifact_sha256, entry)))
-        if job["mode"] == "compare":
-            pairs = session.paired_times(candidates[0], candidates[1], job["timing"])
-            if isinstance(pairs[0], str):
-                return {"outcome": pairs[0], "reason": pairs[1]}
-            return {"outcome": "ok", "comparison": comparison_record(
-                *pairs, seed=int(job["timing"]["seed"]))}
-        failure = session.check_correctness(candidates[0]) if job["check"] else None
-        if failure:
-            return {"outcome": failure[0], "reason": failure[1], "checks": session.checks_done}
-        result: dict[str, Any] = {"outcome": "ok", "checks": session.checks_done}
-        if job["profile"]:
-            outcome = session.profile(candidates[0], job["timing"])
-            if isinstance(outcome, tuple):
-                return {"outcome": outcome[0], "reason": outcome[1], "checks": session.checks_done}
-            result["timing"] = outcome
-        return result
-    except CandidateFailed as exc:
-        return {"outcome": exc.outcome, "reason": exc.reason, "checks": session.checks_done}
-    finally:
-        session.close()

@@ -15,7 +15,7 @@ from filelock import FileLock
 from klineage import __version__, settings
 from klineage.backends import Backend, BuildResult, backend_for
 from klineage.errors import BackendUnavailableError, ConfigError, WorkerError
-from klineage.gate._trusted import run_sandboxed
+from klineage.gate._job import run_sandboxed
 from klineage.gate.report import Comparison, GateReport, StageResult, TimingStats, Verdict
 from klineage.gate.sandbox import Limits
 from klineage.gate.sol import speed_of_light, too_fast

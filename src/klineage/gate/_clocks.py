@@ -1,0 +1,56 @@
+"""Timing the candidate cannot forge: its own clock, believed only within what ours allows.
+
+The candidate's clock (the runner's, inside its process) is precise but its own; ours, the
+round trip seen by the trusted side, includes the pipe and the scheduler. Our calibration
+kernel, in a runner of its own and called the way timed calls are, measures how far an honest
+kernel's clock reads short of ours: the 90th percentile of that gap is the allowance.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from klineage.gate.sandbox import CallResult, CandidateFailed
+
+__all__ = ["CALIBRATION_CALLS", "calibration_seconds", "trusted_times"]
+
+CALIBRATION_CALLS = 21
+FORGED_CLOCK = 0.25
+"""A clock reading under this share of what ours allows is a cheat. Between it and 1 our clock
+times the calls instead: two multithreaded runners taking turns on 2 cores once read half of
+ours honestly, so a bar at one half accused honest kernels; a forged clock reads near zero."""
+
+
+def calibration_seconds(calls: list[CallResult]) -> float:
+    """How long each calibration call spins: as long as the candidate's calls take, by its clock
+    if that is plausible, else by ours."""
+    reported = float(np.median([c.reported_s for c in calls]))
+    wall = float(np.median([c.wall_s for c in calls]))
+    return reported if reported >= 0.5 * wall else 0.9 * wall
+
+
+def trusted_times(calls: list[CallResult], gaps: np.ndarray) -> tuple[list[float], dict[str, float]]:
+    """The calls' times, as neither side's clock alone would give them.
+
+    ``gaps`` are the calibration kernel's (our clock - its clock) per call. When the candidate's
+    clock reads short of ours by no more than the allowance on the median call, its readings
+    are the times; otherwise ours take over (each call's time is at least its round trip less
+    the allowance), so a clock that reads short gains nothing, and one that reads under a
+    quarter of what ours allows is a cheat.
+    """
+    walls = np.asarray([c.wall_s for c in calls])
+    reported = np.asarray([c.reported_s for c in calls])
+    typical = float(np.median(reported))
+    allowance = float(np.quantile(gaps, 0.9))
+    ours = np.maximum(walls - allowance, 0.0)
+    seen = float(np.median(ours))
+    if typical < FORGED_CLOCK * seen - 2e-5:
+        raise CandidateFailed("rejected_cheat", (
+            f"the candidate's clock read {typical * 1e3:.3f} ms per call where ours, less the "
+            f"{allowance * 1e3:.3f} ms an honest kernel's clock reads short, saw "
+            f"{seen * 1e3:.3f} ms: its timer does not measure the call (on a GPU: work "
+            f"escaped the timed stream)"))
+    believed = float(np.median(walls - reported)) <= allowance
+    times = reported if believed else np.maximum(reported, ours)
+    info = {"allowance_s": allowance, "raised_share": float(np.mean(times > reported))}
+    return times.tolist(), info
