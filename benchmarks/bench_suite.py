@@ -19,7 +19,7 @@ from _bench import REPO, header, markdown_table, write_result
 
 from klineage.bench import bench
 from klineage.gate import GateOptions
-from klineage.mining import MineOptions, mine
+from klineage.mine import MineOptions, mine
 from klineage.runs import Budget
 from klineage.skills.library import Library
 from klineage.workload import load_kernel, load_workload

@@ -19,7 +19,7 @@ from _bench import REPO, header, markdown_table, write_result
 
 from klineage.backends import get_backend
 from klineage.gate import GateOptions
-from klineage.mining import MineOptions, mine
+from klineage.mine import MineOptions, mine
 from klineage.workload import load_kernel, load_workload
 
 

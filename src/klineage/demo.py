@@ -24,7 +24,7 @@ from typing import Any
 from klineage.bench import bench
 from klineage.errors import ConfigError
 from klineage.gate import GateOptions
-from klineage.mining import MineOptions, mine
+from klineage.mine import MineOptions, mine
 from klineage.optimize import optimize
 from klineage.report import write_report
 from klineage.runs import Budget, RunDir

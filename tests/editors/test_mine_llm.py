@@ -14,7 +14,7 @@ from editors.conftest import config_for
 from editors.fake_llm import FakeLLM, rules_brain
 from klineage.errors import BrainError
 from klineage.lineage import WalkLimits
-from klineage.mining import MineOptions, mine
+from klineage.mine import MineOptions, mine
 from klineage.runs import Budget, RunDir
 from klineage.workload import load_kernel, load_workload
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from klineage.editors import EditContext, get_editor
-from klineage.gate import GateOptions
-from klineage.lineage import StateGate
+from klineage.gate import GateOptions, GateSession
+from klineage.lineage import audit_removal
 from klineage.runs import RunDir
 from klineage.source import feature_region
 from klineage.workload import KernelState, load_kernel, load_workload
@@ -23,9 +23,9 @@ def test_register_tile_of_the_vector_kernel_goes_with_the_fast_path(tmp_path, mo
     expert = KernelState.from_spec(load_kernel(workload, "expert"))
     answer = get_editor("rules").simplify(expert, EditContext(workload=workload))
     removal = next(p for p in answer.proposals if p.feature == "vectorized_access")
-    gate = StateGate(RunDir.create(tmp_path, "test", "audit", {}), workload, GateOptions())
+    gate = GateSession(RunDir.create(tmp_path, "test", "audit", {}), workload, GateOptions())
 
-    problem, nested = gate.audit(expert, removal.state, "vectorized_access")
+    problem, nested = audit_removal(gate, expert, removal.state, "vectorized_access")
 
     assert problem is None
     assert nested == ["register_blocking"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from conftest import FIXTURES
 from klineage.lineage import WalkLimits
-from klineage.mining import MineOptions, mine
+from klineage.mine import MineOptions, mine
 from klineage.skills.library import Library
 from klineage.workload import load_kernel, load_workload
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import FIXTURES
 from klineage.gate import GateOptions, Limits
 from klineage.lineage import WalkLimits
-from klineage.mining import MineOptions, mine
+from klineage.mine import MineOptions, mine
 from klineage.workload import load_kernel, load_workload
 
 REPORT_FIXTURES = Path(__file__).parent / "fixtures"

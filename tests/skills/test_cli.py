@@ -7,8 +7,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from klineage.cli.skills import skills_app
 from klineage.skills import Library
-from klineage.skills.cli import skills_app
 
 runner = CliRunner(env={"COLUMNS": "200"})
 

@@ -23,7 +23,7 @@ from klineage.backends import backend_for
 from klineage.bench._fairness import leave_one_out, suite_workloads
 from klineage.errors import ConfigError, KlineageError
 from klineage.gate import GateOptions
-from klineage.lineage.gating import StateGate
+from klineage.gate.session import GateSession
 from klineage.optimize import METHODS, optimize
 from klineage.runs import Budget, RunDir
 from klineage.skills.library import Library
@@ -108,7 +108,7 @@ def _expert_times(run: RunDir, workload: Workload, start_spec: Any, expert: str,
     if not (workload.root / "kernels" / expert).is_dir():
         return _Expert()
     say(f"{workload.name}: timing the expert against the start kernel (paired)")
-    gate = StateGate(run, workload, options)
+    gate = GateSession(run, workload, options)
     start_state = KernelState.from_spec(start_spec)
     comparison = gate.compare(start_state, KernelState.from_spec(load_kernel(workload, expert)))
     if comparison.baseline_median_s is None or comparison.candidate_median_s is None:

@@ -3,11 +3,13 @@
 from klineage.gate.report import Comparison, GateReport, SpeedOfLight, StageResult, TimingStats, Verdict
 from klineage.gate.runner import GateOptions, compare_kernels, run_gate
 from klineage.gate.sandbox import Limits
+from klineage.gate.session import GateSession
 
 __all__ = [
     "Comparison",
     "GateOptions",
     "GateReport",
+    "GateSession",
     "Limits",
     "SpeedOfLight",
     "StageResult",

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from klineage.editors import EditContext, Editor, Proposal
+from klineage.gate.session import GateSession
 from klineage.lineage._feedback import report_feedback
-from klineage.lineage.gating import StateGate, load_state
 from klineage.lineage.model import Lineage, Rederivation, Transition
 from klineage.runs import RunDir
 from klineage.workload import KernelState, Workload
@@ -26,7 +26,7 @@ SPEED_FLOOR = 0.99
 """The re-derived kernel must reach this fraction of the faster state's speed."""
 
 
-def rederive_lineage(workload: Workload, lineage: Lineage, brain: Editor, gate: StateGate,
+def rederive_lineage(workload: Workload, lineage: Lineage, brain: Editor, gate: GateSession,
                      run: RunDir, say: Callable[[str], None] | None = None) -> Lineage:
     say = say or (lambda _: None)
     done = {e["transition"]: Rederivation(**e["rederivation"]) for e in run.events("rederived")}
@@ -42,10 +42,10 @@ def rederive_lineage(workload: Workload, lineage: Lineage, brain: Editor, gate: 
     return lineage
 
 
-def _rederive(workload: Workload, transition: Transition, brain: Editor, gate: StateGate,
+def _rederive(workload: Workload, transition: Transition, brain: Editor, gate: GateSession,
               run: RunDir, attempts: int = MAX_ATTEMPTS) -> Rederivation:
-    simpler = load_state(run.state_dir(transition.simpler_state), workload)
-    faster = load_state(run.state_dir(transition.faster_state), workload)
+    simpler = KernelState.load(run.state_dir(transition.simpler_state), workload)
+    faster = KernelState.load(run.state_dir(transition.faster_state), workload)
     notes: list[str] = []
     seen: set[str] = set()
     feedback = ""
@@ -73,7 +73,7 @@ def _rederive(workload: Workload, transition: Transition, brain: Editor, gate: S
     return Rederivation(reproduced=False, note="; ".join(notes) or "no proposal")
 
 
-def _measured(gate: StateGate, simpler: KernelState, faster: KernelState,
+def _measured(gate: GateSession, simpler: KernelState, faster: KernelState,
               proposal: Proposal) -> Rederivation:
     versus_faster = gate.compare(faster, proposal.state)
     versus_simpler = gate.compare(simpler, proposal.state)

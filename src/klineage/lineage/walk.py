@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 from klineage.editors import EditContext, Editor, Proposal
 from klineage.errors import KlineageError
+from klineage.gate.session import GateSession
+from klineage.lineage._audit import audit_removal
 from klineage.lineage._feedback import trim
-from klineage.lineage.gating import StateGate, load_state
 from klineage.lineage.model import Lineage, Rejection, SiteRecord, Transition
 from klineage.runs import RunDir
 from klineage.source import CATALOGUE, DEPENDS_ON, present
@@ -34,7 +35,7 @@ class WalkLimits:
 
 
 class _Walk:
-    def __init__(self, workload: Workload, brain: Editor, gate: StateGate, run: RunDir, say: SayFn):
+    def __init__(self, workload: Workload, brain: Editor, gate: GateSession, run: RunDir, say: SayFn):
         self.workload, self.brain, self.gate, self.run, self.say = workload, brain, gate, run, say
         self.nested: list[str] = []  # features the last audited proposal removed along with its own
 
@@ -49,7 +50,7 @@ class _Walk:
                 transition = Transition(**event["transition"])
                 lineage.transitions.append(transition)
                 lineage.states.append(transition.simpler_state)
-                current = load_state(self.run.state_dir(transition.simpler_state), self.workload)
+                current = KernelState.load(self.run.state_dir(transition.simpler_state), self.workload)
             elif event["event"] == "proposal_rejected":
                 lineage.rejections.append(Rejection(**event["rejection"]))
         return current, lineage
@@ -74,7 +75,7 @@ class _Walk:
         if not report.accepted:
             return Rejection(step=step, state=current.fingerprint, feature=feature,
                              verdict=report.verdict.value, reason=report.reason, diff=diff)
-        problem, self.nested = self.gate.audit(current, candidate, feature)
+        problem, self.nested = audit_removal(self.gate, current, candidate, feature)
         if problem:
             return Rejection(step=step, state=current.fingerprint, feature=feature,
                              verdict="audit_failed", reason=problem, diff=diff)
@@ -109,7 +110,7 @@ def _blocked(feature: str, features: set[str]) -> bool:
     return any(feature in DEPENDS_ON.get(other, ()) for other in features if other != feature)
 
 
-def backward_walk(workload: Workload, expert: KernelState, brain: Editor, gate: StateGate,
+def backward_walk(workload: Workload, expert: KernelState, brain: Editor, gate: GateSession,
                   run: RunDir, limits: WalkLimits = WalkLimits(),
                   say: SayFn | None = None) -> Lineage:
     """Walk (or finish walking) ``expert`` backward; returns the lineage, also in the log."""

@@ -17,7 +17,7 @@ from typing import Any
 from klineage.config import Config
 from klineage.editors import get_editor
 from klineage.gate import GateOptions, GateReport
-from klineage.lineage.gating import StateGate, load_state
+from klineage.gate.session import GateSession
 from klineage.optimize._context import expert_sources, memory_pairs
 from klineage.optimize.methods import Candidate, KlineageMethod, Method, MethodInputs, make_method
 from klineage.runs import Budget, Meter, RunDir
@@ -70,7 +70,7 @@ def optimize(workload: Workload, start: KernelSpec, library: Library | None, bud
         meta = run.meta
         budget, brain, method = Budget(**meta["budget"]), meta["brain"], meta["method"]
         seed, sol_target = meta["seed"], meta["sol_target"]
-        start_state = load_state(run.state_dir(meta["start_state"]), workload)
+        start_state = KernelState.load(run.state_dir(meta["start_state"]), workload)
         if library is None and meta.get("library"):
             library = Library.open(meta["library"])
     else:
@@ -93,7 +93,7 @@ class _Loop:
         self.run, self.workload, self.start, self.library = run, workload, start, library
         self.sol_target, self.say = sol_target, say
         self.meter = Meter.resume(budget, run.events(), log=run.log)
-        self.gate = StateGate(run, workload, options, meter=self.meter,
+        self.gate = GateSession(run, workload, options, meter=self.meter,
                               progress=lambda stage, detail: say(f"{stage}: {detail}"))
         self.brain = get_editor(brain, config)
         self.method: Method = make_method(method, self.brain, workload, inputs, seed,
@@ -112,7 +112,7 @@ class _Loop:
             step = {k: v for k, v in event.items() if k not in ("t", "event", "key", "best_speedup")}
             self.steps.append(step)
             if event["kept"]:
-                self.best = load_state(self.run.state_dir(event["candidate"]), self.workload)
+                self.best = KernelState.load(self.run.state_dir(event["candidate"]), self.workload)
                 self.chain = event["best_speedup"]
             if event["verdict"] not in ("no_proposal", "duplicate"):
                 self.curve.append(self._point(event["spent"], self.chain))

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from klineage.editors import EditContext, Editor
+from klineage.gate.session import GateSession
 from klineage.lineage._feedback import report_feedback
-from klineage.lineage.gating import StateGate
 from klineage.skills.card import SkillCard, Trial
 from klineage.skills.lift import divisibility_precondition
 from klineage.source import present
@@ -36,7 +36,7 @@ class Context:
     workload: Workload
     state: KernelState
     label: str
-    gate: StateGate
+    gate: GateSession
 
 
 def applicable(card: SkillCard, state: KernelState) -> str | None:

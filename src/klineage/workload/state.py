@@ -29,6 +29,11 @@ class KernelState:
         return cls(source=spec.source.read_text(), language=spec.language, flags=spec.flags,
                    entry=spec.entry, threads=spec.threads)
 
+    @classmethod
+    def load(cls, folder: Path, workload: Workload) -> KernelState:
+        """A state written by ``materialize`` (resume reads them back)."""
+        return cls.from_spec(load_kernel(workload, folder))
+
     @property
     def fingerprint(self) -> str:
         text = "\0".join([self.language, self.entry, *self.flags, self.source])

@@ -15,7 +15,7 @@ from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 
-from klineage._cli_common import JsonOpt, console, new_app, user_errors
+from klineage.cli._common import JsonOpt, console, new_app, user_errors
 from klineage.skills.card import SkillCard
 from klineage.skills.export import ExportFormat, export_cards
 from klineage.skills.library import Library

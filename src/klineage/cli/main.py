@@ -12,9 +12,9 @@ from rich.markup import escape
 from rich.text import Text
 
 from klineage import __version__
-from klineage._cli_common import JsonOpt, QuickOpt, RunsOpt, ThreadsOpt, console, err_console, new_app
-from klineage._render import doctor_table, gate_summary_table, stage_table, verdict_style
-from klineage.editors.cli import BudgetOpt, ConfigOpt, RecordOpt, ReplayOpt, brain_settings
+from klineage.cli._brains import BudgetOpt, ConfigOpt, RecordOpt, ReplayOpt, brain_settings
+from klineage.cli._common import JsonOpt, QuickOpt, RunsOpt, ThreadsOpt, console, err_console, new_app
+from klineage.cli._render import doctor_table, gate_summary_table, stage_table, verdict_style
 from klineage.errors import ConfigError, KlineageError
 
 app = new_app("klineage",
@@ -109,7 +109,7 @@ def features(
     as_json: JsonOpt = False,
 ) -> None:
     """List a kernel's optimization features with their sites."""
-    from klineage._render import features_table
+    from klineage.cli._render import features_table
     from klineage.source.report import feature_report
     from klineage.workload import load_kernel, load_workload
 
@@ -144,11 +144,11 @@ def mine(
     as_json: JsonOpt = False,
 ) -> None:
     """Backward walk → lineage → re-derivation → skill cards → admission → library."""
-    from klineage._render import mine_table
+    from klineage.cli._render import mine_table
     from klineage.gate import GateOptions
     from klineage.lineage import WalkLimits
-    from klineage.mining import MineOptions
-    from klineage.mining import mine as run_mine
+    from klineage.mine import MineOptions
+    from klineage.mine import mine as run_mine
     from klineage.workload import load_kernel, load_workload
 
     loaded = load_workload(workload, quick=quick)
@@ -195,7 +195,7 @@ def demo(
     from rich.markup import escape
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from klineage._render import demo_table
+    from klineage.cli._render import demo_table
     from klineage.demo import DEMO_STEPS, run_demo
 
     columns = (TextColumn("[bold]{task.fields[stage]}"), BarColumn(),
@@ -221,16 +221,16 @@ def demo(
 
 
 def _mount_subcommands() -> None:
-    from klineage.skills.cli import skills_app
+    from klineage.cli.skills import skills_app
 
     app.add_typer(skills_app, name="skills", help="List, show, search and export skill cards.")
-    from klineage.report.cli import report_command
+    from klineage.cli.report import report_command
 
     app.command("report")(report_command)
-    from klineage.optimize.cli import optimize_command
+    from klineage.cli.optimize import optimize_command
 
     app.command("optimize")(optimize_command)
-    from klineage.bench.cli import bench_command
+    from klineage.cli.bench import bench_command
 
     app.command("bench")(bench_command)
 
@@ -246,6 +246,3 @@ def main() -> None:
         err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), highlight=False)
         sys.exit(2)
 
-
-if __name__ == "__main__":
-    main()

@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from klineage._cli_common import JsonOpt, console, err_console
+from klineage.cli._common import JsonOpt, console, err_console
 from klineage.errors import KlineageError
 
 __all__ = ["report_command"]

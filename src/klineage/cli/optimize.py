@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from klineage._cli_common import JsonOpt, QuickOpt, RunsOpt, ThreadsOpt, console, user_errors
+from klineage.cli._common import JsonOpt, QuickOpt, RunsOpt, ThreadsOpt, console, user_errors
 from klineage.errors import ConfigError
 
 __all__ = ["optimize_command", "retrieval_table"]

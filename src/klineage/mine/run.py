@@ -17,7 +17,7 @@ from klineage.config import Config
 from klineage.editors import get_editor
 from klineage.errors import BrainError, ConfigError
 from klineage.gate import GateOptions
-from klineage.lineage.gating import StateGate, load_state
+from klineage.gate.session import GateSession
 from klineage.lineage.model import Lineage
 from klineage.lineage.rederive import rederive_lineage
 from klineage.lineage.walk import WalkLimits, backward_walk
@@ -98,7 +98,7 @@ def mine(workload: Workload, expert: KernelSpec, runs_root: Path, library: Path 
         if run.meta.get("quick", False) != workload.quick:
             raise ConfigError(f"{resume}: this run was mined {'with' if run.meta.get('quick') else 'without'}"
                               f" --quick; resume it the same way")
-        expert_state = load_state(run.state_dir(run.meta["expert_state"]), workload)
+        expert_state = KernelState.load(run.state_dir(run.meta["expert_state"]), workload)
         meter = Meter.resume(options.budget, run.events(), log=run.log)
     else:
         expert_state = KernelState.from_spec(expert)
@@ -118,7 +118,7 @@ def mine(workload: Workload, expert: KernelSpec, runs_root: Path, library: Path 
 
 def _mine(workload: Workload, expert_state: KernelState, run: RunDir, library: Path | None,
           options: MineOptions, brain: MeteredEditor, meter: Meter, say: SayFn) -> MineResult:
-    gate = StateGate(run, workload, options.gate, progress=lambda s, d: say(f"{s}: {d}"), meter=meter)
+    gate = GateSession(run, workload, options.gate, progress=lambda s, d: say(f"{s}: {d}"), meter=meter)
     lineage = backward_walk(workload, expert_state, brain, gate, run, options.limits, say)
     lineage = rederive_lineage(workload, lineage, brain, gate, run, say)
     speedup = _lineage_speedup(gate, run, workload, lineage, expert_state)
@@ -137,11 +137,11 @@ def _mine(workload: Workload, expert_state: KernelState, run: RunDir, library: P
     return result
 
 
-def _lineage_speedup(gate: StateGate, run: RunDir, workload: Workload, lineage: Lineage,
+def _lineage_speedup(gate: GateSession, run: RunDir, workload: Workload, lineage: Lineage,
                      expert: KernelState) -> float | None:
     if not lineage.transitions:
         return None
-    final = load_state(run.state_dir(lineage.states[-1]), workload)
+    final = KernelState.load(run.state_dir(lineage.states[-1]), workload)
     return 1 / gate.compare(final, expert).ratio
 
 
@@ -152,7 +152,7 @@ def _contexts(run: RunDir, workload: Workload, options: MineOptions, meter: Mete
         other = load_workload(folder, quick=workload.quick)  # held-out contexts at the same sizing
         naive = KernelState.from_spec(load_kernel(other, "naive"))
         contexts.append(Context(workload=other, state=naive, label=f"{other.name}/naive",
-                                gate=StateGate(run, other, options.gate, meter=meter)))
+                                gate=GateSession(run, other, options.gate, meter=meter)))
     return contexts
 
 
