@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from klineage.bench import bench
 from klineage.errors import ConfigError
@@ -27,7 +27,7 @@ from klineage.gate import GateOptions
 from klineage.mine import MineOptions, mine
 from klineage.optimize import optimize
 from klineage.report import write_report
-from klineage.runs import Budget, RunDir
+from klineage.runs import Budget, Event, RunDir
 from klineage.runs.rundir import write_atomic
 from klineage.skills.library import Library
 from klineage.workload import load_kernel, load_workload
@@ -52,6 +52,12 @@ StepFn = Callable[[str], None]
 def default_examples() -> Path:
     """examples/workloads/cpu of the source checkout klineage runs from."""
     return Path(__file__).resolve().parents[2] / "examples" / "workloads" / "cpu"
+
+
+class DemoFinished(Event):
+    event: Literal["demo_finished"] = "demo_finished"
+    result: dict[str, Any]
+    """What ``klineage demo --json`` prints."""
 
 
 @dataclass
@@ -120,5 +126,5 @@ def run_demo(examples: Path | None = None, runs_root: Path = Path("runs"),
     paths = write_report(run.path, say=lambda line: say(f"report: {line}"))
     result.report = str(paths.html)
     result.seconds = time.monotonic() - started
-    run.log("demo_finished", **result.to_json())
+    run.log(DemoFinished(result=result.to_json()))
     return result

@@ -13,9 +13,9 @@ from conftest import FIXTURES
 from editors.conftest import config_for
 from editors.fake_llm import FakeLLM, rules_brain
 from klineage.errors import BrainError
-from klineage.lineage import WalkLimits
+from klineage.lineage import ProposalRejected, StepAccepted, WalkLimits
 from klineage.mine import MineOptions, mine
-from klineage.runs import Budget, RunDir
+from klineage.runs import Budget, Charge, RunDir
 from klineage.workload import load_kernel, load_workload
 
 
@@ -30,18 +30,18 @@ def _mine(tmp_path, options, resume=None):
 
 
 def _decisions(run):
-    return [(e["event"], (e.get("transition") or e.get("rejection"))["feature"])
-            for e in run.events() if e["event"] in {"step_accepted", "proposal_rejected"}]
+    return [(e.event, (e.transition if isinstance(e, StepAccepted) else e.rejection).feature)
+            for e in run.events(StepAccepted, ProposalRejected)]
 
 
 def _assert_naive_and_charged(result, brain):
     summary = result.summary()
     assert summary["naive_reached"], summary["stop_reason"]
     assert set(summary["features_removed"]) >= {"omp_parallel", "omp_simd", "restrict", "unroll"}
-    charges = result.run.events("charge")
-    whats = {e["what"] for e in charges if e["kind"] == "brain"}
+    charges = result.run.events(Charge)
+    whats = {e.what for e in charges if e.kind == "brain"}
     assert {f"{brain}.simplify@v1", f"{brain}.rederive@v1"} <= whats
-    assert summary["spent"]["calls"] == sum(e["cost"]["calls"] for e in charges if e["kind"] == "brain")
+    assert summary["spent"]["calls"] == sum(e.cost["calls"] for e in charges if e.kind == "brain")
     assert summary["spent"]["usd"] > 0 and summary["spent"]["gate_runs"] > 0
 
 
@@ -109,7 +109,7 @@ def test_server_down_mid_run_keeps_the_run_and_resume_finishes(tmp_path, quick):
         again.stop()
     assert result.summary()["features_removed"][:3] == before
     assert result.lineage.naive_reached
-    steps = [e["transition"]["step"] for e in result.run.events("step_accepted")]
+    steps = [e.transition.step for e in result.run.events(StepAccepted)]
     assert steps == sorted(set(steps)), "an accepted step was redone"
 
 
@@ -131,5 +131,5 @@ def test_anthropic_mine_stops_at_its_budget_and_resume_finishes_it(tmp_path, qui
     assert summary["features_removed"][:2] == first.summary()["features_removed"]
     assert summary["spent"]["calls"] == len(fake_llm.requests) and summary["budget_reached"] is None
     assert all(t.removal_diff and t.sites for t in second.lineage.transitions)
-    steps = [e["transition"]["step"] for e in second.run.events("step_accepted")]
+    steps = [e.transition.step for e in second.run.events(StepAccepted)]
     assert steps == [1, 2, 3, 4]

@@ -33,7 +33,7 @@ def test_mine_walks_the_axpy_expert_to_naive(tmp_path, quick):
     assert {t.feature for t in lineage.transitions} >= {"omp_parallel", "omp_simd", "restrict"}
     # every step was re-derived from the simpler kernel, reproduced or with a reason
     assert all(t.rederivation is not None and t.rederivation.note for t in lineage.transitions)
-    events = [e["event"] for e in result.run.events()]
+    events = result.run.event_kinds()
     assert events.count("step_accepted") == len(lineage.transitions)
     assert (result.run.path / "lineage.json").is_file()
     # each step either became a card or says why not (no reproduction, no measurable effect)

@@ -10,7 +10,7 @@ import pytest
 from editors.conftest import config_for
 from editors.fake_llm import FakeLLM
 from klineage.optimize import MethodInputs, optimize
-from klineage.runs import Budget
+from klineage.runs import Budget, Charge
 
 
 @pytest.mark.parametrize("brain", ["openai", "anthropic"])
@@ -32,7 +32,7 @@ def test_api_brain_drives_a_whole_optimize(brain, method, dot, dot_naive, librar
     task = "# Task: apply" if method == "klineage" else "# Task: make this kernel faster"
     prompts = server.prompts()
     assert prompts and all(p.startswith(task) for p in prompts)
-    charges = [e for e in result.run.events("charge") if e["kind"] == "brain"]
-    assert len(charges) == len(prompts) and all(e["cost"]["calls"] == 1 for e in charges)
+    charges = [e for e in result.run.events(Charge) if e.kind == "brain"]
+    assert len(charges) == len(prompts) and all(e.cost["calls"] == 1 for e in charges)
     kept = [s for s in record["steps"] if s["kept"]]
     assert kept and record["best_speedup"] > 1  # omp simd on the dot reduction, through the model

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from conftest import FIXTURES
-from klineage.optimize import MethodInputs, optimize
+from klineage.optimize import CandidateGated, MethodInputs, optimize
 from klineage.runs import Budget
 from klineage.skills.library import Library
 from klineage.workload import load_kernel, load_workload
@@ -42,7 +42,7 @@ def test_klineage_keeps_the_faster_kernel_and_records_every_candidate(dot, dot_n
     curve = record["curve"]
     assert curve[0]["best_speedup"] == 1.0 and curve[0]["gate_runs"] == 1
     assert [p["best_speedup"] for p in curve] == sorted(p["best_speedup"] for p in curve)
-    assert len(result.run.events("candidate")) == len(steps)
+    assert len(result.run.events(CandidateGated)) == len(steps)
     assert {r["feature"] for r in record["retrieval"] if r["chosen"]} == {"omp_simd", "restrict",
                                                                            "unroll"}
 

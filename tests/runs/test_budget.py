@@ -20,18 +20,14 @@ def test_bad_budget_is_one_clear_error(text):
 
 def test_meter_logs_every_charge_and_stops_at_the_limit():
     events = []
-
-    def log(event, **data):
-        events.append({"event": event, **data})
-
-    meter = Meter(Budget(gate_runs=2, usd=1.0), log=log)
+    meter = Meter(Budget(gate_runs=2, usd=1.0), log=events.append)
     meter.charge_brain(Usage(calls=1, input_tokens=100, output_tokens=20, usd=0.4), "simplify")
     assert meter.exhausted() is None
     meter.charge_gate("a")
     meter.charge_gate("b")
     assert "gate runs 2 of 2" in meter.exhausted()
-    assert [e["kind"] for e in events] == ["brain", "gate", "gate"]
-    assert events[-1]["total"]["input_tokens"] == 100
+    assert [e.kind for e in events] == ["brain", "gate", "gate"]
+    assert events[-1].total["input_tokens"] == 100
 
     resumed = Meter.resume(Budget(usd=0.5), events)
     assert resumed.spent.gate_runs == 2

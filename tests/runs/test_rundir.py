@@ -5,18 +5,19 @@ import json
 import pytest
 
 from klineage.errors import ConfigError
-from klineage.runs import RunDir
+from klineage.runs import RunDir, RunInterrupted, RunStarted
 
 
 def test_events_append_and_survive_a_torn_line(tmp_path):
     run = RunDir.create(tmp_path, "mine", "axpy", {"workload": "w"})
-    run.log("step_accepted", step=1)
-    run.log("proposal_rejected", step=2)
+    run.log(RunInterrupted(reason="first"))
+    run.log(RunInterrupted(reason="second"))
     with open(run.path / "events.jsonl", "a") as handle:  # a write cut short by SIGKILL
         handle.write('{"t": "x", "event": "step_acc')
     again = RunDir.open(run.path)
-    assert [e["event"] for e in again.events()] == ["run_started", "step_accepted", "proposal_rejected"]
-    assert again.events("step_accepted")[0]["step"] == 1
+    assert again.event_kinds() == ["run_started", "run_interrupted", "run_interrupted"]
+    assert [e.reason for e in again.events(RunInterrupted)] == ["first", "second"]
+    assert again.events(RunStarted)[0].kind == "mine"
     assert again.meta["workload"] == "w"
 
 

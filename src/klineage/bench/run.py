@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from klineage.backends import backend_for
 from klineage.bench._fairness import leave_one_out, suite_workloads
@@ -25,7 +25,7 @@ from klineage.errors import ConfigError, KlineageError
 from klineage.gate import GateOptions
 from klineage.gate.session import GateSession
 from klineage.optimize import METHODS, optimize
-from klineage.runs import Budget, RunDir
+from klineage.runs import Budget, Event, RunDir
 from klineage.skills.library import Library
 from klineage.workload import KernelState, Workload, load_kernel, load_workload
 
@@ -33,6 +33,17 @@ __all__ = ["BenchResult", "bench", "budget_to_fraction", "summarize"]
 
 SayFn = Callable[[str], None]
 FAILED_SCORE = 1.0
+
+
+class BenchRowDone(Event):
+    """One (method, workload, repeat) of the bench done: its row of bench.json."""
+
+    event: Literal["bench_result"] = "bench_result"
+    result: dict[str, Any]
+
+
+class BenchFinished(Event):
+    event: Literal["bench_finished"] = "bench_finished"
 
 
 @dataclass
@@ -92,14 +103,14 @@ def bench(suite: Path, library: Library | None, methods: list[str], budget: Budg
                 except KlineageError as exc:
                     row = _failed_row(str(exc), reference)
                 row.update(method=method, workload=workload.name, repeat=repeat, seed=run_seed)
-                run.log("bench_result", result=row)
+                run.log(BenchRowDone(result=row))
                 results.append(row)
     record = {"suite": str(suite), "methods": methods, "budget": budget.describe(),
               "repeats": repeats, "machine": _machine(folders), "date": datetime.now(UTC).isoformat(
                   timespec="seconds"), "brain": brain, "seed": base_seed,
               "results": results, "summary": summarize(results, methods)}
     run.write_json("bench.json", record)
-    run.log("bench_finished")
+    run.log(BenchFinished())
     return BenchResult(run, record)
 
 

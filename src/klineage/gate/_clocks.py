@@ -19,6 +19,12 @@ FORGED_CLOCK = 0.25
 """A clock reading under this share of what ours allows is a cheat. Between it and 1 our clock
 times the calls instead: two multithreaded runners taking turns on 2 cores once read half of
 ours honestly, so a bar at one half accused honest kernels; a forged clock reads near zero."""
+CPU_SLACK = 1.25
+CPU_OVERHEAD_S = 3e-4
+"""An honest runner's CPU per call is at most its threads x its clock x ``CPU_SLACK``, plus
+reading the command and writing the reply (2 cores: 2.09x a 2-thread expert's clock, 1.0x a
+1-thread naive kernel's). On a GPU the runner spins while it waits, so its CPU time is the whole
+round trip and never excuses a clock that reads short."""
 
 
 def calibration_seconds(calls: list[CallResult]) -> float:
@@ -29,14 +35,17 @@ def calibration_seconds(calls: list[CallResult]) -> float:
     return reported if reported >= 0.5 * wall else 0.9 * wall
 
 
-def trusted_times(calls: list[CallResult], gaps: np.ndarray) -> tuple[list[float], dict[str, float]]:
+def trusted_times(calls: list[CallResult], gaps: np.ndarray,
+                  threads: int) -> tuple[list[float], dict[str, float]]:
     """The calls' times, as neither side's clock alone would give them.
 
     ``gaps`` are the calibration kernel's (our clock - its clock) per call. When the candidate's
     clock reads short of ours by no more than the allowance on the median call, its readings
     are the times; otherwise ours take over (each call's time is at least its round trip less
-    the allowance), so a clock that reads short gains nothing, and one that reads under a
-    quarter of what ours allows is a cheat.
+    the allowance), so a clock that reads short gains nothing. One that reads under a quarter
+    of what ours allows is a cheat, unless the runner's CPU time (read from outside it) agrees
+    with its clock: then the round trips were long while it was not running, which is another
+    process loading the machine, not a forged clock, and ours still time the calls.
     """
     walls = np.asarray([c.wall_s for c in calls])
     reported = np.asarray([c.reported_s for c in calls])
@@ -44,12 +53,13 @@ def trusted_times(calls: list[CallResult], gaps: np.ndarray) -> tuple[list[float
     allowance = float(np.quantile(gaps, 0.9))
     ours = np.maximum(walls - allowance, 0.0)
     seen = float(np.median(ours))
-    if typical < FORGED_CLOCK * seen - 2e-5:
+    burned = float(np.median([c.cpu_s for c in calls]))
+    if typical < FORGED_CLOCK * seen - 2e-5 and burned > threads * CPU_SLACK * typical + CPU_OVERHEAD_S:
         raise CandidateFailed("rejected_cheat", (
             f"the candidate's clock read {typical * 1e3:.3f} ms per call where ours, less the "
             f"{allowance * 1e3:.3f} ms an honest kernel's clock reads short, saw "
-            f"{seen * 1e3:.3f} ms: its timer does not measure the call (on a GPU: work "
-            f"escaped the timed stream)"))
+            f"{seen * 1e3:.3f} ms, and it used {burned * 1e3:.3f} ms of CPU: its timer does not "
+            f"measure the call (on a GPU: work escaped the timed stream)"))
     believed = float(np.median(walls - reported)) <= allowance
     times = reported if believed else np.maximum(reported, ours)
     info = {"allowance_s": allowance, "raised_share": float(np.mean(times > reported))}

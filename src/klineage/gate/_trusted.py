@@ -353,7 +353,8 @@ class TrustedSession:
                     calls.append(self._timed(candidate, bufs, self._freshen(bufs), reservoir, aside,
                                              index, "profile"))
                 self._settle()
-            times, clocks = trusted_times(calls, self._calibrate(calibration_seconds(calls), sets))
+            times, clocks = trusted_times(calls, self._calibrate(calibration_seconds(calls), sets),
+                                          self.threads)
             failure = self._verify_kept(reservoir, aside, lambda i: f"timed call {i}")
             if failure:
                 return failure
@@ -420,7 +421,7 @@ class TrustedSession:
             times = {}
             for candidate in (a, b):
                 gaps = self._calibrate(calibration_seconds(calls[id(candidate)]), sets)
-                times[id(candidate)] = trusted_times(calls[id(candidate)], gaps)[0]
+                times[id(candidate)] = trusted_times(calls[id(candidate)], gaps, self.threads)[0]
             failure = None
             for role, candidate in (("baseline", a), ("candidate", b)):
                 failure = failure or self._verify_kept(

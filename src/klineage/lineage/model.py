@@ -3,11 +3,14 @@ re-derivations, as JSON-ready models."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-__all__ = ["Lineage", "Rederivation", "Rejection", "SiteRecord", "Transition"]
+from klineage.runs.events import Event
+
+__all__ = ["Lineage", "ProposalRejected", "Rederivation", "Rederived", "Rejection", "SiteRecord",
+           "StepAccepted", "Transition", "WalkStopped"]
 
 
 class SiteRecord(BaseModel):
@@ -80,3 +83,34 @@ class Lineage(BaseModel):
     naive_reached: bool = False
     expert_ms: float | None = None
     final_ms: float | None = None
+
+
+class StepAccepted(Event):
+    """The walk took one step back."""
+
+    event: Literal["step_accepted"] = "step_accepted"
+    transition: Transition
+
+
+class ProposalRejected(Event):
+    """A proposed simplification failed the gate or the audit, or the answer was unusable."""
+
+    event: Literal["proposal_rejected"] = "proposal_rejected"
+    rejection: Rejection
+
+
+class WalkStopped(Event):
+    event: Literal["walk_stopped"] = "walk_stopped"
+    reason: str
+    budget: bool = False
+    """Stopped by the budget: a resumed run with more budget walks on."""
+
+
+class Rederived(Event):
+    """One transition re-derived forward (or found not to be)."""
+
+    event: Literal["rederived"] = "rederived"
+    transition: str
+    """The transition's id."""
+    rederivation: Rederivation
+

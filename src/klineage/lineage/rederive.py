@@ -13,7 +13,7 @@ from collections.abc import Callable
 from klineage.editors import EditContext, Editor, Proposal
 from klineage.gate.session import GateSession
 from klineage.lineage._feedback import report_feedback
-from klineage.lineage.model import Lineage, Rederivation, Transition
+from klineage.lineage.model import Lineage, Rederivation, Rederived, Transition
 from klineage.runs import RunDir
 from klineage.workload import KernelState, Workload
 
@@ -29,15 +29,14 @@ SPEED_FLOOR = 0.99
 def rederive_lineage(workload: Workload, lineage: Lineage, brain: Editor, gate: GateSession,
                      run: RunDir, say: Callable[[str], None] | None = None) -> Lineage:
     say = say or (lambda _: None)
-    done = {e["transition"]: Rederivation(**e["rederivation"]) for e in run.events("rederived")}
+    done = {e.transition: e.rederivation for e in run.events(Rederived)}
     for transition in lineage.transitions:
         if transition.id not in done and gate.meter is not None and gate.meter.exhausted():
             continue  # left for a resumed run with more budget; lift says "not tried"
         if transition.id not in done:
             say(f"re-deriving {transition.feature} (step {transition.step})")
             done[transition.id] = _rederive(workload, transition, brain, gate, run)
-            run.log("rederived", transition=transition.id,
-                    rederivation=done[transition.id].model_dump(mode="json"))
+            run.log(Rederived(transition=transition.id, rederivation=done[transition.id]))
         transition.rederivation = done[transition.id]
     return lineage
 

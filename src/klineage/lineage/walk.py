@@ -18,7 +18,15 @@ from klineage.errors import KlineageError
 from klineage.gate.session import GateSession
 from klineage.lineage._audit import audit_removal
 from klineage.lineage._feedback import trim
-from klineage.lineage.model import Lineage, Rejection, SiteRecord, Transition
+from klineage.lineage.model import (
+    Lineage,
+    ProposalRejected,
+    Rejection,
+    SiteRecord,
+    StepAccepted,
+    Transition,
+    WalkStopped,
+)
 from klineage.runs import RunDir
 from klineage.source import CATALOGUE, DEPENDS_ON, present
 from klineage.workload import KernelState, Workload
@@ -45,14 +53,14 @@ class _Walk:
                           platform=self.gate.check(expert).platform, expert=expert.fingerprint,
                           states=[expert.fingerprint])
         current = expert
-        for event in self.run.events():
-            if event["event"] == "step_accepted":
-                transition = Transition(**event["transition"])
+        for event in self.run.events(StepAccepted, ProposalRejected):
+            if isinstance(event, StepAccepted):
+                transition = event.transition
                 lineage.transitions.append(transition)
                 lineage.states.append(transition.simpler_state)
                 current = KernelState.load(self.run.state_dir(transition.simpler_state), self.workload)
-            elif event["event"] == "proposal_rejected":
-                lineage.rejections.append(Rejection(**event["rejection"]))
+            else:
+                lineage.rejections.append(event.rejection)
         return current, lineage
 
     def context(self, current: KernelState, features: set[str], lineage: Lineage) -> EditContext:
@@ -64,7 +72,7 @@ class _Walk:
                            extra={"tried": sorted({r.feature for r in refused if r.feature})})
 
     def reject(self, lineage: Lineage, rejection: Rejection) -> None:
-        self.run.log("proposal_rejected", rejection=rejection.model_dump(mode="json"))
+        self.run.log(ProposalRejected(rejection=rejection))
         lineage.rejections.append(rejection)
 
     def try_proposal(self, step: int, current: KernelState, proposal: Proposal) -> Rejection | None:
@@ -120,9 +128,9 @@ def backward_walk(workload: Workload, expert: KernelState, brain: Editor, gate: 
         raise KlineageError(f"the expert kernel does not pass the gate: "
                             f"{expert_report.verdict.value}: {expert_report.reason}")
     current, lineage = walk.replay(expert)
-    stopped = [e for e in run.events("walk_stopped") if not e.get("budget")]
+    stopped = [e for e in run.events(WalkStopped) if not e.budget]
     if stopped:
-        return _finish(lineage, current, stopped[-1]["reason"])
+        return _finish(lineage, current, stopped[-1].reason)
     tried = {(r.state, r.feature) for r in lineage.rejections}
     while True:
         step = len(lineage.transitions) + 1
@@ -154,7 +162,7 @@ def backward_walk(workload: Workload, expert: KernelState, brain: Editor, gate: 
             tried.add((current.fingerprint, proposal.feature))
             if rejection is None:
                 transition = walk.accept(step, current, proposal)
-                run.log("step_accepted", transition=transition.model_dump(mode="json"))
+                run.log(StepAccepted(transition=transition))
                 lineage.transitions.append(transition)
                 lineage.states.append(transition.simpler_state)
                 current = proposal.state
@@ -177,7 +185,7 @@ def _why_stuck(features: set[str]) -> str:
 def _stop(run: RunDir, lineage: Lineage, current: KernelState, reason: str,
           budget: bool = False) -> Lineage:
     """``budget``: a stop a resumed run with more budget continues from."""
-    run.log("walk_stopped", reason=reason, **({"budget": True} if budget else {}))
+    run.log(WalkStopped(reason=reason, budget=budget))
     return _finish(lineage, current, reason)
 
 

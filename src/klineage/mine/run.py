@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from klineage.config import Config
 from klineage.editors import get_editor
@@ -21,7 +21,7 @@ from klineage.gate.session import GateSession
 from klineage.lineage.model import Lineage
 from klineage.lineage.rederive import rederive_lineage
 from klineage.lineage.walk import WalkLimits, backward_walk
-from klineage.runs import Budget, Meter, RunDir, Spent
+from klineage.runs import Budget, Charge, Event, Meter, RunDir, RunInterrupted, Spent
 from klineage.runs.budget import MeteredEditor
 from klineage.skills.admission import Context, admit
 from klineage.skills.card import SkillCard
@@ -32,6 +32,19 @@ from klineage.workload import KernelSpec, KernelState, Workload, load_kernel, lo
 __all__ = ["MineOptions", "MineResult", "default_admission_workloads", "mine"]
 
 SayFn = Callable[[str], None]
+
+
+class CardAdmitted(Event):
+    """A card's admission trials are done (admitted or not: the card says)."""
+
+    event: Literal["card_admission"] = "card_admission"
+    card: SkillCard
+
+
+class MineFinished(Event):
+    event: Literal["mine_finished"] = "mine_finished"
+    summary: dict[str, Any]
+    """``MineResult.summary()``, also written to summary.json."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +112,7 @@ def mine(workload: Workload, expert: KernelSpec, runs_root: Path, library: Path 
             raise ConfigError(f"{resume}: this run was mined {'with' if run.meta.get('quick') else 'without'}"
                               f" --quick; resume it the same way")
         expert_state = KernelState.load(run.state_dir(run.meta["expert_state"]), workload)
-        meter = Meter.resume(options.budget, run.events(), log=run.log)
+        meter = Meter.resume(options.budget, run.events(Charge), log=run.log)
     else:
         expert_state = KernelState.from_spec(expert)
         run = RunDir.create(runs_root, "mine", workload.name, {
@@ -111,7 +124,7 @@ def mine(workload: Workload, expert: KernelSpec, runs_root: Path, library: Path 
     try:
         return _mine(workload, expert_state, run, library, options, brain, meter, say)
     except BrainError as exc:
-        run.log("run_interrupted", reason=str(exc))
+        run.log(RunInterrupted(reason=str(exc)))
         raise BrainError(f"{str(exc).rstrip('.')}. The run is kept: continue it with "
                          f"--resume {run.path}") from exc
 
@@ -133,7 +146,7 @@ def _mine(workload: Workload, expert_state: KernelState, run: RunDir, library: P
         cards = [shared.add(card) for card in cards]
     result = MineResult(run, lineage, cards, notes, speedup, library, meter.spent, meter.exhausted())
     run.write_json("summary.json", result.summary())
-    run.log("mine_finished", summary=result.summary())
+    run.log(MineFinished(summary=result.summary()))
     return result
 
 
@@ -158,7 +171,7 @@ def _contexts(run: RunDir, workload: Workload, options: MineOptions, meter: Mete
 
 def _admit_all(run: RunDir, cards: list[SkillCard], contexts: list[Context], brain: MeteredEditor,
                options: MineOptions, say: SayFn) -> list[SkillCard]:
-    done = {e["card"]["id"]: SkillCard(**e["card"]) for e in run.events("card_admission")}
+    done = {e.card.id: e.card for e in run.events(CardAdmitted)}
     result = []
     for card in cards:
         if card.id not in done and brain.meter.exhausted():
@@ -166,6 +179,6 @@ def _admit_all(run: RunDir, cards: list[SkillCard], contexts: list[Context], bra
             continue
         if card.id not in done:
             done[card.id] = admit(card, contexts, brain, options.max_trials, say)
-            run.log("card_admission", card=done[card.id].model_dump(mode="json"))
+            run.log(CardAdmitted(card=done[card.id]))
         result.append(done[card.id])
     return result

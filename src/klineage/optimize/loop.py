@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from klineage.config import Config
 from klineage.editors import get_editor
@@ -20,17 +20,56 @@ from klineage.gate import GateOptions, GateReport
 from klineage.gate.session import GateSession
 from klineage.optimize._context import expert_sources, memory_pairs
 from klineage.optimize.methods import Candidate, KlineageMethod, Method, MethodInputs, make_method
-from klineage.runs import Budget, Meter, RunDir
+from klineage.runs import Budget, Charge, Event, Meter, RunDir
 from klineage.skills.card import Trial
 from klineage.skills.library import Library
 from klineage.skills.retrieval import Choice
 from klineage.source import unified_diff
 from klineage.workload import KernelSpec, KernelState, Workload
 
-__all__ = ["OptimizeResult", "default_inputs", "optimize"]
+__all__ = ["CandidateGated", "OptimizeFinished", "OptimizeResult", "StartGated", "default_inputs",
+           "optimize"]
 
 SayFn = Callable[[str], None]
 RESULT_FILE = "optimize.json"
+
+
+class StartGated(Event):
+    """The start kernel was gated: the first point of the curve."""
+
+    event: Literal["start_gated"] = "start_gated"
+    gate_runs: int
+    wall_s: float
+    best_speedup: float
+
+
+class CandidateGated(Event):
+    """One candidate tried: its verdict against the best so far, and what the run had spent."""
+
+    event: Literal["candidate"] = "candidate"
+    key: str
+    """What was tried (a card, a retry, a baseline's proposal): never tried twice."""
+    best_speedup: float
+    """Over the start kernel, after this step."""
+    step: int
+    candidate: str | None
+    """The candidate state's fingerprint (None: no kernel came of it)."""
+    skill: str | None
+    feature: str | None
+    verdict: str
+    reason: str
+    ratio: float | None
+    """Paired time(candidate) / time(best), when it was compared."""
+    kept: bool
+    spent: dict[str, Any]
+    diff: str
+
+
+class OptimizeFinished(Event):
+    event: Literal["optimize_finished"] = "optimize_finished"
+    stop_reason: str
+    best_state: str
+    best_speedup: float | None
 
 
 @dataclass
@@ -92,7 +131,7 @@ class _Loop:
                  options: GateOptions, say: SayFn, inputs: MethodInputs, config: Config | None = None):
         self.run, self.workload, self.start, self.library = run, workload, start, library
         self.sol_target, self.say = sol_target, say
-        self.meter = Meter.resume(budget, run.events(), log=run.log)
+        self.meter = Meter.resume(budget, run.events(Charge), log=run.log)
         self.gate = GateSession(run, workload, options, meter=self.meter,
                               progress=lambda stage, detail: say(f"{stage}: {detail}"))
         self.brain = get_editor(brain, config)
@@ -105,18 +144,17 @@ class _Loop:
     def _replay(self) -> None:
         self.steps: list[dict[str, Any]] = []
         self.curve: list[dict[str, Any]] = [
-            {k: v for k, v in e.items() if k not in ("t", "event")}
-            for e in self.run.events("start_gated")[-1:]]
+            e.model_dump(exclude={"t", "event"}) for e in self.run.events(StartGated)[-1:]]
         self.best, self.chain = self.start, 1.0
-        for event in self.run.events("candidate"):
-            step = {k: v for k, v in event.items() if k not in ("t", "event", "key", "best_speedup")}
-            self.steps.append(step)
-            if event["kept"]:
-                self.best = KernelState.load(self.run.state_dir(event["candidate"]), self.workload)
-                self.chain = event["best_speedup"]
-            if event["verdict"] not in ("no_proposal", "duplicate"):
-                self.curve.append(self._point(event["spent"], self.chain))
-        self.tried = {e["key"] for e in self.run.events("candidate")}
+        gated = self.run.events(CandidateGated)
+        for event in gated:
+            self.steps.append(event.model_dump(exclude={"t", "event", "key", "best_speedup"}))
+            if event.kept and event.candidate:
+                self.best = KernelState.load(self.run.state_dir(event.candidate), self.workload)
+                self.chain = event.best_speedup
+            if event.verdict not in ("no_proposal", "duplicate"):
+                self.curve.append(self._point(event.spent, self.chain))
+        self.tried = {e.key for e in gated}
         self.tried_states = {s["candidate"] for s in self.steps if s["candidate"]}
 
     @staticmethod
@@ -128,7 +166,7 @@ class _Loop:
         start_report = self.gate.check(self.start, profile=True)
         if not self.curve:
             point = self._point(self._spent(), 1.0)
-            self.run.log("start_gated", **point)
+            self.run.log(StartGated(**point))
             self.curve.append(point)
         choices = (self.method.choices(self.start, start_report)
                    if isinstance(self.method, KlineageMethod) else [])
@@ -198,7 +236,7 @@ class _Loop:
         step = {"step": len(self.steps) + 1, "candidate": state.fingerprint if state else None,
                 "skill": candidate.skill, "feature": candidate.feature, "verdict": verdict,
                 "reason": reason, "ratio": ratio, "kept": kept, "spent": spent, "diff": diff}
-        self.run.log("candidate", key=candidate.key, best_speedup=self.chain, **step)
+        self.run.log(CandidateGated(key=candidate.key, best_speedup=self.chain, **step))
         self.steps.append(step)
         if verdict not in ("no_proposal", "duplicate"):
             self.curve.append(self._point(spent, self.chain))
@@ -230,8 +268,8 @@ class _Loop:
                   "context": self.method.context_json(), "steps": self.steps, "curve": self.curve,
                   "retrieval": [c.to_json() for c in choices]}
         self.run.write_json(RESULT_FILE, record)
-        self.run.log("optimize_finished", stop_reason=stop, best_state=self.best.fingerprint,
-                     best_speedup=speedup)
+        self.run.log(OptimizeFinished(stop_reason=stop, best_state=self.best.fingerprint,
+                                      best_speedup=speedup))
         return OptimizeResult(self.run, record, self.best, choices)
 
     def _final_speedup(self) -> float:

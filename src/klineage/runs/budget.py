@@ -11,14 +11,15 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any
+from typing import Any, Literal
 
 from klineage.editors.base import Usage
 from klineage.errors import ConfigError
+from klineage.runs.events import Event
 
-__all__ = ["Budget", "Meter", "MeteredEditor", "Spent"]
+__all__ = ["Budget", "Charge", "Meter", "MeteredEditor", "Spent"]
 
-LogFn = Callable[..., Any]
+LogFn = Callable[[Event], Any]
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 _KEYS = {"gate_runs": "gate_runs", "gates": "gate_runs", "calls": "calls", "tokens": "tokens",
@@ -81,6 +82,18 @@ class Spent:
         return self.input_tokens + self.output_tokens
 
 
+class Charge(Event):
+    """Something spent, with the run's totals after it."""
+
+    event: Literal["charge"] = "charge"
+    kind: Literal["brain", "gate"]
+    what: str
+    cost: dict[str, Any]
+    """What this charge cost (a brain call's usage; empty for a gate run)."""
+    total: dict[str, Any]
+    """``Spent`` after it: a resumed run's meter starts from the last one."""
+
+
 class Meter:
     """Counts spending against a budget; every charge is logged with the running totals."""
 
@@ -93,14 +106,10 @@ class Meter:
         self._started = time.monotonic()
 
     @classmethod
-    def resume(cls, budget: Budget, events: Iterable[dict[str, Any]], log: LogFn | None = None) -> Meter:
+    def resume(cls, budget: Budget, charges: Iterable[Charge], log: LogFn | None = None) -> Meter:
         """A meter that continues from the last ``charge`` event of a run's log."""
-        last = None
-        for event in events:
-            if event.get("event") == "charge":
-                last = event
-        already = Spent(**last["total"]) if last else Spent()
-        return cls(budget, log, already)
+        totals = [charge.total for charge in charges]
+        return cls(budget, log, Spent(**totals[-1]) if totals else Spent())
 
     @property
     def spent(self) -> Spent:
@@ -129,10 +138,10 @@ class Meter:
                 return f"budget reached: {label} {used:g} of {limit:g}"
         return None
 
-    def _record(self, kind: str, what: str, total: Spent, cost: dict[str, Any]) -> None:
+    def _record(self, kind: Literal["brain", "gate"], what: str, total: Spent, cost: dict[str, Any]) -> None:
         self._spent = total
         if self._log is not None:
-            self._log("charge", kind=kind, what=what, cost=cost, total=asdict(self.spent))
+            self._log(Charge(kind=kind, what=what, cost=cost, total=asdict(self.spent)))
 
 
 class MeteredEditor:

@@ -13,9 +13,12 @@ import os
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from klineage.errors import ConfigError
+from klineage.runs.events import Event, RunStarted, now
+
+E = TypeVar("E", bound=Event)
 
 __all__ = ["RunDir", "fingerprint_text", "new_run_id", "write_atomic"]
 
@@ -23,10 +26,6 @@ __all__ = ["RunDir", "fingerprint_text", "new_run_id", "write_atomic"]
 def new_run_id(kind: str, name: str) -> str:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     return f"{stamp}-{kind}-{name}-{secrets.token_hex(3)}"
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -51,8 +50,8 @@ class RunDir:
         run = cls(root / new_run_id(kind, name))
         (run.path / "states").mkdir(parents=True)
         write_atomic(run.path / "run.json", json.dumps({"kind": kind, "name": name,
-                                                        "created_at": _now(), **meta}, indent=2))
-        run.log("run_started", kind=kind, name=name)
+                                                        "created_at": now(), **meta}, indent=2))
+        run.log(RunStarted(kind=kind, name=name))
         return run
 
     @classmethod
@@ -66,26 +65,31 @@ class RunDir:
     def meta(self) -> dict[str, Any]:
         return json.loads((self.path / "run.json").read_text())
 
-    def log(self, event: str, **data: Any) -> dict[str, Any]:
+    def log(self, event: E) -> E:
         """Append one event and fsync it before returning."""
-        record = {"t": _now(), "event": event, **data}
         with open(self.path / "events.jsonl", "a") as handle:
-            handle.write(json.dumps(record, default=str) + "\n")
+            handle.write(event.model_dump_json() + "\n")
             handle.flush()
             os.fsync(handle.fileno())
-        return record
+        return event
 
-    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
-        """Every complete event, in order (a line torn by a kill is skipped)."""
-        path = self.path / "events.jsonl"
+    def events(self, *kinds: type[E]) -> list[E]:
+        """Every complete event of the given kinds, in order (a line torn by a kill is skipped)."""
+        wanted = {kind.tag(): kind for kind in kinds}
+        return [wanted[record["event"]].model_validate(record) for record in self._records()
+                if record.get("event") in wanted]
+
+    def event_kinds(self) -> list[str]:
+        """The kind of every complete event, in order."""
+        return [str(record.get("event")) for record in self._records()]
+
+    def _records(self) -> list[dict[str, Any]]:
         records = []
-        for line in path.read_text().splitlines():
+        for line in (self.path / "events.jsonl").read_text().splitlines():
             try:
-                record = json.loads(line)
+                records.append(json.loads(line))
             except json.JSONDecodeError:
                 continue
-            if kind is None or record.get("event") == kind:
-                records.append(record)
         return records
 
     def state_dir(self, fingerprint: str) -> Path:

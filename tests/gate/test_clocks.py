@@ -1,0 +1,38 @@
+"""The trusted clock rules on made-up call records (no timing is measured here)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from klineage.gate._clocks import trusted_times
+from klineage.gate.sandbox import CallResult, CandidateFailed
+
+GAPS = np.full(21, 2e-4)  # the calibration kernel's clock read 0.2 ms short of ours
+
+
+def _calls(reported_s: float, wall_s: float, cpu_s: float) -> list[CallResult]:
+    return [CallResult(rc=0, reported_s=reported_s, wall_s=wall_s, cpu_s=cpu_s)] * 50
+
+
+def test_a_clock_within_the_allowance_is_believed():
+    times, info = trusted_times(_calls(1.0e-3, 1.15e-3, 1.0e-3), GAPS, threads=1)
+    assert times == [1.0e-3] * 50 and info["raised_share"] == 0.0
+
+
+def test_a_clock_that_reads_short_gains_nothing():
+    times, info = trusted_times(_calls(0.8e-3, 1.5e-3, 1.4e-3), GAPS, threads=1)
+    assert min(times) == pytest.approx(1.3e-3) and info["raised_share"] == 1.0
+
+
+def test_a_forged_clock_with_the_cpu_burnt_is_a_cheat():
+    with pytest.raises(CandidateFailed, match="does not measure the call") as info:
+        trusted_times(_calls(0.1e-3, 2.2e-3, 2.1e-3), GAPS, threads=1)
+    assert info.value.outcome == "rejected_cheat"
+
+
+def test_a_loaded_machine_is_not_a_forged_clock():
+    # The runner waited 2 ms for a core held by another process: its CPU time agrees with its
+    # own clock, so the gap is not work it hid; our clock still times the calls.
+    times, _ = trusted_times(_calls(0.4e-3, 2.4e-3, 0.45e-3), GAPS, threads=1)
+    assert min(times) == pytest.approx(2.2e-3)
