@@ -36,3 +36,11 @@ def test_a_loaded_machine_is_not_a_forged_clock():
     # own clock, so the gap is not work it hid; our clock still times the calls.
     times, _ = trusted_times(_calls(0.4e-3, 2.4e-3, 0.45e-3), GAPS, threads=1)
     assert min(times) == pytest.approx(2.2e-3)
+
+
+def test_a_clock_shaved_by_more_than_the_margin_gains_nothing():
+    # 100 us taken off a 0.5 ms call: the calibration kernel's clock reads 0.2 ms short, this one
+    # 0.3 ms; believed within the old 90th-percentile allowance, not within the margin.
+    times, info = trusted_times(_calls(0.4e-3, 0.7e-3, 0.5e-3), GAPS, threads=1)
+    assert min(times) == pytest.approx(0.5e-3) and info["raised_share"] == 1.0
+

@@ -112,3 +112,20 @@ int kl_launch(const void* const* in, void* const* out, const int64_t* axes, cons
 }}
 """)
     return path
+
+
+def test_which_calls_are_verified_does_not_follow_from_the_seeds(axpy, quick):
+    """A kernel sees the inputs made from every seed; the session's own draws (fresh blocks, the
+    calls kept for verification, the timing sets) must not be computable from them."""
+    from klineage.gate._trusted import TrustedSession
+    from klineage.gate.runner import _Run
+
+    backend = backend_for("c")
+    job = _Run(axpy, load_kernel(axpy, "plain"), backend, quick, lambda s, d: None)._job("gate")
+    draws = []
+    for _ in range(2):
+        session = TrustedSession(axpy, backend.open_device(1), [0, 1, 12345], 1, lambda s, d: None,
+                                 job["timing"], make_spin=None)
+        draws.append(session._rng.integers(0, 1 << 62, 4).tolist())
+        session.close()
+    assert draws[0] != draws[1]

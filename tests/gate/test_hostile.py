@@ -56,6 +56,7 @@ def test_catalogue_names_every_folder():
 def test_the_gate_gives_each_kernel_its_verdict(name, axpy):
     report = run_gate(axpy, load_kernel(axpy, _folder(name)), options=OPTIONS)
     assert report.verdict.value in _expected(name), f"{CATALOGUE[name]['why']}\n{report.reason}"
+    assert CATALOGUE[name].get("reason_contains", "") in report.reason
 
 
 def _probes() -> list[str]:

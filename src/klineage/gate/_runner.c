@@ -126,6 +126,10 @@ static void emit(struct filter* f, struct sock_filter insn) {
 }
 
 #define ARG_LO(k) (offsetof(struct seccomp_data, args) + 8 * (k))
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the seccomp argument offsets assume a little-endian machine"
+#endif
+#define ARG_HI(k) (ARG_LO(k) + 4)
 
 static void load_nr(struct filter* f) {
     emit(f, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
@@ -149,6 +153,22 @@ static void rule_arg(struct filter* f, long nr, int k, uint32_t mask, const uint
                                              (uint8_t)(count - i), 0));
     emit(f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, otherwise));
     emit(f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, pass));
+}
+
+/* prlimit64 only reads limits, and only its own: pid 0 or itself, and a new limit that is NULL in
+ * all 64 bits (a pointer whose low half is 0 is still a pointer). Anything else traps. */
+static void rule_prlimit(struct filter* f, uint32_t self) {
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_prlimit64, 0, 10));
+    emit(f, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(0)));
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0));
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, self, 1, 0));
+    emit(f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP));
+    emit(f, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(2)));
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 2));
+    emit(f, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_HI(2)));
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0));
+    emit(f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP));
+    emit(f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
 }
 
 static void header(struct filter* f) {
@@ -193,12 +213,12 @@ static void common_rules(struct filter* f) {
 #endif
     };
     for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++) rule(f, allowed[i], ALLOW);
-    uint32_t thread = CLONE_THREAD, zero = 0;
+    uint32_t thread = CLONE_THREAD;
     rule_arg(f, SYS_clone, 0, CLONE_THREAD, &thread, 1, ALLOW, TRAP); /* threads, never processes */
     rule(f, SYS_clone3, ERR(ENOSYS));                                  /* glibc falls back to clone */
     uint32_t self = (uint32_t)getpid();
     rule_arg(f, SYS_tgkill, 0, 0xffffffffu, &self, 1, ALLOW, TRAP); /* abort() signals itself */
-    rule_arg(f, SYS_prlimit64, 2, 0xffffffffu, &zero, 1, ALLOW, TRAP); /* read a limit, never set */
+    rule_prlimit(f, self);
     rule(f, SYS_sched_setaffinity, ERR(EPERM));                        /* stays on its cores */
     /* Advice that only drops or hints at private pages; never MADV_REMOVE (it frees shared ones). */
     uint32_t advice[] = {MADV_NORMAL, MADV_RANDOM, MADV_SEQUENTIAL, MADV_WILLNEED, MADV_DONTNEED,
@@ -275,7 +295,7 @@ static void filter_for_running(void) {
 static void filter_for_loading(void) {
     static struct filter f;
     header(&f);
-    uint32_t read_only = 0, thread = CLONE_THREAD, zero = 0, self = (uint32_t)getpid();
+    uint32_t read_only = 0, thread = CLONE_THREAD, self = (uint32_t)getpid();
     uint32_t write_bits = O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND;
 #ifdef SYS_open
     rule_arg(&f, SYS_open, 1, write_bits, &read_only, 1, ALLOW, ERR(EACCES));
@@ -287,7 +307,7 @@ static void filter_for_loading(void) {
     rule_arg(&f, SYS_clone, 0, CLONE_THREAD, &thread, 1, ALLOW, TRAP);
     rule(&f, SYS_clone3, ERR(ENOSYS));
     rule_arg(&f, SYS_tgkill, 0, 0xffffffffu, &self, 1, ALLOW, TRAP);
-    rule_arg(&f, SYS_prlimit64, 2, 0xffffffffu, &zero, 1, ALLOW, TRAP);
+    rule_prlimit(&f, self);
     rule(&f, SYS_sched_setaffinity, ERR(EPERM));
     static const long denied[] = {
         SYS_execve, SYS_execveat, SYS_socket, SYS_socketpair, SYS_connect, SYS_bind, SYS_listen,

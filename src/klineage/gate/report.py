@@ -57,8 +57,8 @@ class TimingStats(BaseModel):
     footprint_bytes: int = Field(description="Bytes of all rotated input and output sets")
     threads: int | None = None
     clock_allowance_s: float | None = Field(
-        default=None, description="How far an honest kernel's clock read short of the trusted "
-        "side's round trip (calibrated, 90th percentile)")
+        default=None, description="How far the candidate's clock may read short of the trusted "
+        "side's round trip and be believed: the calibration kernel's median gap + 10 us + 2%")
     clock_raised_share: float | None = Field(
         default=None, description="Share of timed calls timed by the trusted clock instead of "
         "their own (0 when the candidate's clock was believed: its median call read short of "
