@@ -82,6 +82,9 @@ class Device(Protocol):
     inputs_protected: bool
     """True: the runner maps the input arena read-only. False: inputs are compared with a copy
     after every call."""
+    helper_threads: int
+    """Host threads the device's own runtime may keep busy in the runner beside the kernel's
+    declared ones (the CUDA driver's): part of the CPU a call may use."""
 
     def arena(self, nbytes: int, name: str) -> Any:
         """Shared memory for a runner (``_arenas.HostArena`` or ``CudaArena``)."""

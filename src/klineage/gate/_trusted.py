@@ -238,11 +238,13 @@ class TrustedSession:
             return "rejected_cheat", (f"the candidate's clock said {result.reported_s * 1e3:.3f} ms "
                                       f"but the whole round trip took {result.wall_s * 1e3:.3f} ms "
                                       f"(its timer was tampered with)")
-        allowed = self.threads * result.wall_s * 1.05 + 1e-3
-        if result.cpu_s > allowed:
+        threads = self.threads + self.device.helper_threads
+        if result.cpu_s > threads * result.wall_s * 1.05 + 1e-3:
+            helpers = (f" and the {self.device.helper_threads} the device's runtime may use"
+                       if self.device.helper_threads else "")
             return "rejected_cheat", (f"the call used {result.cpu_s * 1e3:.1f} ms of CPU in "
                                       f"{result.wall_s * 1e3:.1f} ms: more than its {self.threads} "
-                                      f"declared thread(s)")
+                                      f"declared thread(s){helpers}")
         return None
 
     def _verify(self, bufs: InputSet, given: list[Any], got: list[Any]) -> str | None:
