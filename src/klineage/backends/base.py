@@ -82,6 +82,9 @@ class Device(Protocol):
     inputs_protected: bool
     """True: the runner maps the input arena read-only. False: inputs are compared with a copy
     after every call."""
+    async_streams: bool
+    """True where a kernel can queue work on streams its own clock does not time (a GPU): a
+    clock far short of the trusted one is then a cheat, not a scheduling delay."""
     helper_threads: int
     """Host threads the device's own runtime may keep busy in the runner beside the kernel's
     declared ones (the CUDA driver's): part of the CPU a call may use."""

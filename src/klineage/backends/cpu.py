@@ -158,6 +158,7 @@ class CpuDevice:
 
     torch_device = "cpu"
     inputs_protected = True
+    async_streams = False
     helper_threads = 0
 
     def arena(self, nbytes: int, name: str) -> HostArena:

@@ -359,8 +359,8 @@ class TrustedSession:
                     calls.append(self._timed(candidate, bufs, self._freshen(bufs), reservoir, aside,
                                              index, "profile"))
                 self._settle()
-            times, clocks = trusted_times(calls, self._calibrate(calibration_seconds(calls), sets),
-                                          self.threads)
+            gaps = self._calibrate(calibration_seconds(calls), sets)
+            times, clocks = trusted_times(calls, gaps, self.threads, self.device.async_streams)
             failure = self._verify_kept(reservoir, aside, lambda i: f"timed call {i}")
             if failure:
                 return failure
@@ -427,7 +427,8 @@ class TrustedSession:
             times = {}
             for candidate in (a, b):
                 gaps = self._calibrate(calibration_seconds(calls[id(candidate)]), sets)
-                times[id(candidate)] = trusted_times(calls[id(candidate)], gaps, self.threads)[0]
+                times[id(candidate)] = trusted_times(calls[id(candidate)], gaps, self.threads,
+                                                     self.device.async_streams)[0]
             failure = None
             for role, candidate in (("baseline", a), ("candidate", b)):
                 failure = failure or self._verify_kept(

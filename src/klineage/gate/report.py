@@ -58,7 +58,8 @@ class TimingStats(BaseModel):
     threads: int | None = None
     clock_allowance_s: float | None = Field(
         default=None, description="How far the candidate's clock may read short of the trusted "
-        "side's round trip and be believed: the calibration kernel's median gap + 10 us + 2%")
+        "side's round trip and be believed: the calibration kernel's median gap + 3 standard errors "
+        "of the two medians' difference + 2%")
     clock_raised_share: float | None = Field(
         default=None, description="Share of timed calls timed by the trusted clock instead of "
         "their own (0 when the candidate's clock was believed: its median call read short of "
