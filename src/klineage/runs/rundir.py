@@ -68,7 +68,7 @@ class RunDir:
     def log(self, event: E) -> E:
         """Append one event and fsync it before returning."""
         with open(self.path / "events.jsonl", "a") as handle:
-            handle.write(event.model_dump_json() + "\n")
+            handle.write(json.dumps(event.model_dump(mode="json")) + "\n")  # the format of old runs
             handle.flush()
             os.fsync(handle.fileno())
         return event
