@@ -2,17 +2,37 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import klineage
 import klineage.backends
 import klineage.bench
+import klineage.cli
 import klineage.editors
+import klineage.errors
+import klineage.executors
 import klineage.gate
 import klineage.lineage
+import klineage.mine
 import klineage.optimize
 import klineage.report
 import klineage.runs
+import klineage.skills
+import klineage.source
 import klineage.workload
 
 EXPECTED = {
+    klineage: ["__version__"],
+    klineage.errors: ["BackendUnavailableError", "BrainError", "ConfigError", "DegenerateWorkloadError",
+                      "KlineageError", "LibraryError", "ToolchainError", "WorkerError", "WorkloadError"],
+    klineage.source: ["CATALOGUE", "CATEGORIES", "DEPENDS_ON", "Edit", "FAST_PATH_FEATURES", "FeatureHit",
+                      "FeatureInfo", "Site", "compiled_evidence", "detect", "feature_region",
+                      "insertion_edits", "present", "removal_edits", "removal_order", "unified_diff"],
+    klineage.executors: ["Executor", "LocalExecutor"],
+    klineage.skills: ["Carrier", "Effect", "Evidence", "Library", "Precondition", "Rewrite", "Risk",
+                      "Scope", "SkillCard", "Trial", "skill_id", "to_skill_md"],
+    klineage.mine: ["MineOptions", "MineResult", "default_admission_workloads", "mine"],
+    klineage.cli: ["app", "main"],
     klineage.workload: ["KernelSpec", "KernelState", "TensorSpec", "Workload", "allocate_outputs",
                         "check_not_degenerate", "generate_inputs", "load_kernel",
                         "load_reference", "load_workload", "poison_value", "run_reference"],
@@ -39,3 +59,9 @@ def test_exports_are_pinned():
         assert sorted(module.__all__) == names, module.__name__
         for name in names:
             assert hasattr(module, name)
+
+
+def test_every_package_is_pinned():
+    root = Path(klineage.__file__).parent
+    packages = {f"klineage.{p.parent.name}" for p in root.glob("*/__init__.py")} | {"klineage"}
+    assert packages <= {m.__name__ for m in EXPECTED}, packages - {m.__name__ for m in EXPECTED}
