@@ -125,7 +125,7 @@ def test_which_calls_are_verified_does_not_follow_from_the_seeds(axpy, quick):
     draws = []
     for _ in range(2):
         session = TrustedSession(axpy, backend.open_device(1), [0, 1, 12345], 1, lambda s, d: None,
-                                 job["timing"], make_spin=None)
+                                 job.timing, make_spin=None)
         draws.append(session._rng.integers(0, 1 << 62, 4).tolist())
         session.close()
     assert draws[0] != draws[1]

@@ -16,7 +16,8 @@ import pytest
 
 from klineage.backends import backend_for
 from klineage.gate import GateOptions, Limits, Verdict, run_gate
-from klineage.gate._job import run_sandboxed
+from klineage.gate._job import GateJob, run_sandboxed
+from klineage.gate._layout import TimingPlan
 from klineage.workload import load_kernel
 
 HOSTILE = Path(__file__).parent / "hostile"
@@ -76,16 +77,15 @@ def test_the_sandbox_alone_stops_what_the_static_check_stops(name, axpy):
     backend = backend_for(kernel.language)
     build = backend.build(kernel)
     assert build.ok, build.log
-    timing = {"trials": 2, "target_trial_s": 0.005, "warmup_s": 0.01, "max_reps": 50,
-              "min_sets": 3, "max_sets": 3, "max_footprint_bytes": 1 << 30, "cache_bytes": 0,
-              "compare_s": 0.5, "min_pairs": 12, "max_pairs": 100, "seed": 7}
-    job = {"mode": "gate", "threads": kernel.threads or 2, "seeds": [0, 1, 4242], "check": True,
-           "profile": True, "timing": timing}
+    timing = TimingPlan(trials=2, target_trial_s=0.005, warmup_s=0.01, max_reps=50, min_sets=3,
+                        max_sets=3, max_footprint_bytes=1 << 30, cache_bytes=0, compare_s=0.5,
+                        min_pairs=12, max_pairs=100, seed=7)
+    job = GateJob(mode="gate", threads=kernel.threads or 2, seeds=[0, 1, 4242], timing=timing)
     result = run_sandboxed(axpy, backend, job, [(build, kernel.entry)], 5.0, 1 << 30,
                            lambda stage, detail: None)
     allowed = [CATALOGUE[name]["sandbox_verdict"]] if "sandbox_verdict" in CATALOGUE[name] else [
         "ok", "rejected_cheat", "crashed", "timeout"]
-    assert result["outcome"] in allowed, f"{CATALOGUE[name]['why']}\n{result.get('reason')}"
+    assert result.outcome in allowed, f"{CATALOGUE[name]['why']}\n{result.reason}"
 
 
 @pytest.mark.gpu

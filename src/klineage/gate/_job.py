@@ -1,5 +1,6 @@
 """One gate job on the trusted side: each kernel in its own sandboxed runner, the checks and
-timing decided by a ``TrustedSession`` in this process."""
+timing decided by a ``TrustedSession`` in this process. ``GateJob`` is what the gate asks for,
+``JobResult`` what it gets back."""
 
 from __future__ import annotations
 
@@ -7,20 +8,48 @@ import gc
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
 
 from klineage.backends.base import Backend
+from klineage.gate._layout import TimingPlan
 from klineage.gate._trusted import TrustedSession
+from klineage.gate.report import TimingStats
 from klineage.gate.sandbox import Arena, Candidate, CandidateFailed
 from klineage.gate.stats import comparison_record
 from klineage.workload.model import Workload
 
-__all__ = ["run_sandboxed"]
+__all__ = ["GateJob", "JobResult", "TimingPlan", "run_sandboxed"]
 
 
-def run_sandboxed(workload: Workload, backend: Backend, job: dict[str, Any],
+class GateJob(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    mode: Literal["gate", "compare"]
+    """gate: one kernel's correctness (``check``) and timing (``profile``); compare: two
+    kernels' paired timing."""
+    threads: int | None
+    seeds: list[int]
+    """Fixed seeds, then the run's secret one (last)."""
+    check: bool = True
+    profile: bool = True
+    timing: TimingPlan
+
+
+class JobResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    outcome: Literal["ok", "incorrect", "crashed", "rejected_cheat", "timeout"]
+    reason: str = ""
+    checks: int = 0
+    """Calls whose outputs were compared with the reference."""
+    timing: TimingStats | None = None
+    comparison: dict[str, Any] | None = None
+    """``stats.comparison_record`` of a compare job."""
+
+
+def run_sandboxed(workload: Workload, backend: Backend, job: GateJob,
                   builds: list[tuple[Any, str]], stall_s: float, memory_bytes: int | None,
-                  progress: Callable[[str, str], None]) -> dict[str, Any]:
+                  progress: Callable[[str, str], None]) -> JobResult:
     """One gate job (``mode`` 'gate' or 'compare') with each kernel in its own runner; the
     result: outcome, reason, checks, and timing or comparison."""
     # The round trips are timed here, so nothing of ours may delay reading a reply: a
@@ -38,10 +67,10 @@ def run_sandboxed(workload: Workload, backend: Backend, job: dict[str, Any],
             gc.enable()
 
 
-def _run_job(workload: Workload, backend: Backend, job: dict[str, Any],
+def _run_job(workload: Workload, backend: Backend, job: GateJob,
              builds: list[tuple[Any, str]], stall_s: float, memory_bytes: int | None,
-             progress: Callable[[str, str], None]) -> dict[str, Any]:
-    threads = job["threads"] or 1
+             progress: Callable[[str, str], None]) -> JobResult:
+    threads = job.threads or 1
     runner, env = backend.sandbox_runner(), backend.sandbox_env(threads)
 
     def start(artifact: Path, sha256: str, entry: str) -> Callable[[Arena, Arena], Candidate]:
@@ -49,30 +78,28 @@ def _run_job(workload: Workload, backend: Backend, job: dict[str, Any],
                                            memory_bytes, stall_s, env)
 
     device = backend.open_device(threads)
-    session = TrustedSession(workload, device, job["seeds"], threads, progress, job["timing"],
+    session = TrustedSession(workload, device, job.seeds, threads, progress, job.timing,
                              start(*backend.calibration_kernel(), "kl_launch"))
     try:
         candidates = []
         for build, entry in builds:
             progress("sandbox", "starting the kernel's runner")
             candidates.append(session.load(start(build.artifact, build.artifact_sha256, entry)))
-        if job["mode"] == "compare":
-            pairs = session.paired_times(candidates[0], candidates[1], job["timing"])
+        if job.mode == "compare":
+            pairs = session.paired_times(candidates[0], candidates[1], job.timing)
             if isinstance(pairs[0], str):
-                return {"outcome": pairs[0], "reason": pairs[1]}
-            return {"outcome": "ok", "comparison": comparison_record(
-                *pairs, seed=int(job["timing"]["seed"]))}
-        failure = session.check_correctness(candidates[0]) if job["check"] else None
+                return JobResult(outcome=pairs[0], reason=pairs[1])
+            return JobResult(outcome="ok", comparison=comparison_record(*pairs, seed=job.timing.seed))
+        failure = session.check_correctness(candidates[0]) if job.check else None
         if failure:
-            return {"outcome": failure[0], "reason": failure[1], "checks": session.checks_done}
-        result: dict[str, Any] = {"outcome": "ok", "checks": session.checks_done}
-        if job["profile"]:
-            outcome = session.profile(candidates[0], job["timing"])
-            if isinstance(outcome, tuple):
-                return {"outcome": outcome[0], "reason": outcome[1], "checks": session.checks_done}
-            result["timing"] = outcome
-        return result
+            return JobResult(outcome=failure[0], reason=failure[1], checks=session.checks_done)
+        if not job.profile:
+            return JobResult(outcome="ok", checks=session.checks_done)
+        outcome = session.profile(candidates[0], job.timing)
+        if isinstance(outcome, tuple):
+            return JobResult(outcome=outcome[0], reason=outcome[1], checks=session.checks_done)
+        return JobResult(outcome="ok", checks=session.checks_done, timing=TimingStats(**outcome))
     except CandidateFailed as exc:
-        return {"outcome": exc.outcome, "reason": exc.reason, "checks": session.checks_done}
+        return JobResult(outcome=exc.outcome, reason=exc.reason, checks=session.checks_done)
     finally:
         session.close()

@@ -12,12 +12,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from klineage.backends._arenas import PAGE
 from klineage.backends.base import Device
 from klineage.workload.dtypes import dtype_info
 from klineage.workload.model import Workload
 
-__all__ = ["CANARY", "GUARD", "InputSet", "Output", "arena_sizes", "footprint", "freshen",
+__all__ = ["CANARY", "GUARD", "InputSet", "Output", "TimingPlan", "arena_sizes", "footprint", "freshen",
            "inputs_of", "nbytes", "set_count"]
 
 CANARY = 0xC5
@@ -26,6 +28,26 @@ GUARD = 16 * PAGE
 FRESH_BLOCK = 64
 """Elements per redrawn block; 1 block in ``FRESH_SHARE`` is redrawn before each timed call."""
 FRESH_SHARE = 64
+
+
+class TimingPlan(BaseModel):
+    """How a job times: ``GateOptions``' timing fields and the platform's cache size."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    trials: int
+    target_trial_s: float
+    warmup_s: float
+    max_reps: int
+    min_sets: int
+    max_sets: int
+    max_footprint_bytes: int
+    cache_bytes: int
+    """Last-level cache: the rotated input sets together exceed twice this."""
+    compare_s: float
+    min_pairs: int
+    max_pairs: int
+    seed: int
+    """Seeds the bootstrap of a comparison's confidence interval."""
 
 
 @dataclass
@@ -104,16 +126,16 @@ def _blocks(view: Any) -> Any:
     return flat[:count - count % width].reshape(-1, width)
 
 
-def set_count(workload: Workload, timing: dict[str, Any]) -> int:
+def set_count(workload: Workload, timing: TimingPlan) -> int:
     """How many rotated input sets timing uses: enough to exceed twice the last-level cache."""
     per_set = max(_set_bytes(workload, dict(workload.axes)), 1)
-    wanted = math.ceil(2 * timing["cache_bytes"] / per_set) if timing["cache_bytes"] else 1
-    count = max(timing["min_sets"], min(wanted, timing["max_sets"],
-                                        timing["max_footprint_bytes"] // per_set))
+    wanted = math.ceil(2 * timing.cache_bytes / per_set) if timing.cache_bytes else 1
+    count = max(timing.min_sets, min(wanted, timing.max_sets,
+                                        timing.max_footprint_bytes // per_set))
     return max(count, 1)
 
 
-def arena_sizes(workload: Workload, timing: dict[str, Any]) -> tuple[int, int]:
+def arena_sizes(workload: Workload, timing: TimingPlan) -> tuple[int, int]:
     """(input arena, output arena) bytes for the largest layout a session makes."""
     def sizes(axes: dict[str, int], sets: int) -> tuple[int, int]:
         inputs = sum(nbytes(s, axes) + 64 for s in workload.inputs)

@@ -35,6 +35,7 @@ from klineage.gate._layout import (
     GUARD,
     InputSet,
     Output,
+    TimingPlan,
     arena_sizes,
     footprint,
     freshen,
@@ -74,7 +75,7 @@ class TrustedSession:
     """Checks and times candidates, each a ``Candidate`` in its own runner process."""
 
     def __init__(self, workload: Workload, device: Device, seeds: list[int], threads: int,
-                 progress: Callable[[str, str], None], timing: dict[str, Any],
+                 progress: Callable[[str, str], None], timing: TimingPlan,
                  make_spin: Callable[[Arena, Arena], Candidate]):
         self.workload, self.seeds, self.threads, self.progress = workload, seeds, threads, progress
         self.device = device
@@ -292,7 +293,7 @@ class TrustedSession:
         return None
 
     # -- timing -----------------------------------------------------------------------------
-    def timing_sets(self, timing: dict[str, Any]) -> list[InputSet]:
+    def timing_sets(self, timing: TimingPlan) -> list[InputSet]:
         self._reset()
         axes = dict(self.workload.axes)
         base = int(self._rng.integers(1 << 62))
@@ -331,9 +332,9 @@ class TrustedSession:
                 return "incorrect", f"{describe(tag)}: {problem}"
         return None
 
-    def _warm_up(self, candidate: Candidate, sets: list[InputSet], timing: dict[str, Any]) -> float:
+    def _warm_up(self, candidate: Candidate, sets: list[InputSet], timing: TimingPlan) -> float:
         spent, times = 0.0, []
-        while len(times) < 2 or (spent < timing["warmup_s"] and len(times) < 50):
+        while len(times) < 2 or (spent < timing.warmup_s and len(times) < 50):
             bufs = sets[len(times) % len(sets)]
             self._freshen(bufs)
             result = self._call(candidate, bufs, "profile", "warm-up", deferred=True)
@@ -342,17 +343,17 @@ class TrustedSession:
         self._settle()
         return max(float(np.median(times)), 1e-9)
 
-    def profile(self, candidate: Candidate, timing: dict[str, Any]) -> dict[str, Any] | Failure:
+    def profile(self, candidate: Candidate, timing: TimingPlan) -> dict[str, Any] | Failure:
         try:
             self.progress("profile", "laying out rotated input sets")
             sets = self.timing_sets(timing)
             estimate = self._warm_up(candidate, sets, timing)
-            reps = int(min(timing["max_reps"], max(1, round(timing["target_trial_s"] / estimate))))
+            reps = int(min(timing.max_reps, max(1, round(timing.target_trial_s / estimate))))
             reservoir = _Reservoir(_KEPT_TIMED_CALLS, self._rng)
             aside = self._aside(sets[0])
             calls: list[CallResult] = []
-            for trial in range(timing["trials"]):
-                self.progress("profile", f"trial {trial + 1}/{timing['trials']} x {reps} calls")
+            for trial in range(timing.trials):
+                self.progress("profile", f"trial {trial + 1}/{timing.trials} x {reps} calls")
                 for rep in range(reps):
                     index = trial * reps + rep
                     bufs = sets[index % len(sets)]
@@ -364,7 +365,7 @@ class TrustedSession:
             failure = self._verify_kept(reservoir, aside, lambda i: f"timed call {i}")
             if failure:
                 return failure
-            trials = [times[t * reps:(t + 1) * reps] for t in range(timing["trials"])]
+            trials = [times[t * reps:(t + 1) * reps] for t in range(timing.trials)]
         except CandidateFailed as exc:
             return exc.outcome, exc.reason
         median, spread, medians = summarize_trials(trials)
@@ -400,14 +401,14 @@ class TrustedSession:
             gaps.append(result.wall_s - result.reported_s)
         return np.asarray(gaps)
 
-    def paired_times(self, a: Candidate, b: Candidate, timing: dict[str, Any]) -> Any:
+    def paired_times(self, a: Candidate, b: Candidate, timing: TimingPlan) -> Any:
         """Interleaved A/B samples (ABBA) on the same fresh inputs, each its own outputs; the
         pairs to verify are kept by a reservoir over all of them."""
         try:
             self.progress("compare", "laying out rotated input sets")
             sets = self.timing_sets(timing)
             each = self._warm_up(a, sets, timing) + self._warm_up(b, sets, timing)
-            pairs = int(min(timing["max_pairs"], max(timing["min_pairs"], timing["compare_s"] / each)))
+            pairs = int(min(timing.max_pairs, max(timing.min_pairs, timing.compare_s / each)))
             reservoirs = {id(a): _Reservoir(_KEPT_TIMED_CALLS // 2, self._rng),
                           id(b): _Reservoir(_KEPT_TIMED_CALLS // 2, self._rng)}
             asides = {id(a): self._aside(sets[0]), id(b): self._aside(sets[0])}

@@ -8,15 +8,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from filelock import FileLock
 
 from klineage import __version__, settings
 from klineage.backends import Backend, BuildResult, backend_for
 from klineage.errors import BackendUnavailableError, ConfigError, WorkerError
-from klineage.gate._job import run_sandboxed
-from klineage.gate.report import Comparison, GateReport, StageResult, TimingStats, Verdict
+from klineage.gate._job import GateJob, JobResult, run_sandboxed
+from klineage.gate._layout import TimingPlan
+from klineage.gate.report import Comparison, GateReport, StageResult, Verdict
 from klineage.gate.sandbox import Limits
 from klineage.gate.sol import speed_of_light, too_fast
 from klineage.gate.static import forbidden_in_source, forbidden_symbols
@@ -151,22 +152,18 @@ class _Run:
             check_not_degenerate(self.workload, load_reference(self.workload))
             _checked_workloads.add(key)
 
-    def _job(self, mode: str) -> dict[str, Any]:
+    def _job(self, mode: Literal["gate", "compare"]) -> GateJob:
         o = self.options
-        ceilings_cache = self.backend.ceilings(self.threads).cache_bytes
-        return {
-            "mode": mode, "threads": self.threads, "seeds": self.seeds, "check": o.check,
-            "profile": o.profile,
-            "timing": {"trials": o.trials, "target_trial_s": o.target_trial_s,
-                       "warmup_s": o.warmup_s, "max_reps": o.max_reps, "min_sets": o.min_sets,
-                       "max_sets": o.max_sets, "max_footprint_bytes": o.max_footprint_bytes,
-                       "cache_bytes": ceilings_cache, "compare_s": o.compare_s,
-                       "min_pairs": o.min_pairs, "max_pairs": o.max_pairs,
-                       "seed": self.seeds[-1]},
-        }
+        timing = TimingPlan(
+            trials=o.trials, target_trial_s=o.target_trial_s, warmup_s=o.warmup_s,
+            max_reps=o.max_reps, min_sets=o.min_sets, max_sets=o.max_sets,
+            max_footprint_bytes=o.max_footprint_bytes,
+            cache_bytes=self.backend.ceilings(self.threads).cache_bytes, compare_s=o.compare_s,
+            min_pairs=o.min_pairs, max_pairs=o.max_pairs, seed=self.seeds[-1])
+        return GateJob(mode=mode, threads=self.threads, seeds=self.seeds, check=o.check,
+                       profile=o.profile, timing=timing)
 
-    def _call_sandbox(self, job: dict[str, Any],
-                      builds: list[tuple[BuildResult, KernelSpec]]) -> dict[str, Any]:
+    def _call_sandbox(self, job: GateJob, builds: list[tuple[BuildResult, KernelSpec]]) -> JobResult:
         """The kernels run in sandboxed runners; checks and timing are decided here."""
         limits = self.options.limits
         memory = limits.memory_bytes if self.backend.address_space_limit_ok() else None
@@ -181,20 +178,16 @@ class _Run:
         started = time.perf_counter()
         builds = [(build, self.kernel)]
         result = self._call_sandbox(self._job("gate"), builds)
-        checks = (result or {}).get("checks", 0)
-        if result is None or result["outcome"] != "ok":
-            if result is not None:
-                verdict = {"incorrect": Verdict.INCORRECT, "crashed": Verdict.CRASHED,
-                           "rejected_cheat": Verdict.REJECTED_CHEAT,
-                           "timeout": Verdict.TIMEOUT}[result["outcome"]]
-                self._fail(verdict, result["reason"])
+        if result.outcome != "ok":
+            self._fail(Verdict(result.outcome), result.reason)
             stage = "correctness" if not self.report.reason.startswith("timed") else "profile"
-            self._stage(stage, False, started, self.report.reason, checks=checks)
+            self._stage(stage, False, started, self.report.reason, checks=result.checks)
             return False
         self._stage("correctness", True, started,
-                    f"{checks} checked calls over {len(self.workload.shapes())} sizes", checks=checks)
-        if "timing" in result:
-            self.report.timing = TimingStats(**result["timing"])
+                    f"{result.checks} checked calls over {len(self.workload.shapes())} sizes",
+                    checks=result.checks)
+        if result.timing is not None:
+            self.report.timing = result.timing
             self._stage("profile", True, started, "timed")
         return True
 
@@ -240,10 +233,9 @@ def _paired(run: _Run, build: BuildResult, baseline: KernelSpec) -> Comparison:
                           f"{_compiler_errors(base_build.log)}")
     builds = [(base_build, baseline), (build, run.kernel)]
     result = run._call_sandbox(run._job("compare"), builds)
-    if result is None or result["outcome"] != "ok":
-        reason = run.report.reason if result is None else result["reason"]
-        raise WorkerError(f"the paired comparison failed after both kernels passed: {reason}")
-    data = result["comparison"]
+    if result.outcome != "ok" or result.comparison is None:
+        raise WorkerError(f"the paired comparison failed after both kernels passed: {result.reason}")
+    data = result.comparison
     return Comparison(baseline=baseline.name, candidate=run.kernel.name, ratio=data["ratio"],
                       ci_low=data["ci_low"], ci_high=data["ci_high"], pairs=data["pairs"],
                       decision=data["decision"], baseline_median_s=data["baseline_median_s"],
