@@ -1,32 +1,37 @@
-"""Backends: build and run kernels on one kind of device (see ``base`` for the seam)."""
+"""Backends: build and run kernels on one kind of device (see ``base`` for the seam).
+
+A backend is one file, ``backends/<name>.py``, whose ``BACKEND`` is its class; the languages it
+builds name it in ``workload.LANGUAGES``. Modules are imported only when asked for, so a
+CPU-only install never loads GPU code.
+"""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 from klineage.backends.base import Backend, BuildResult, Ceilings, Device
 from klineage.errors import ConfigError
+from klineage.workload import LANGUAGES
 
 __all__ = ["BACKEND_NAMES", "Backend", "BuildResult", "Ceilings", "Device", "backend_for",
            "get_backend"]
 
-BACKEND_NAMES = ("cpu", "cuda")
-_FOR_LANGUAGE = {"c": "cpu", "cpp": "cpu", "cuda": "cuda"}
+BACKEND_NAMES = tuple(sorted(module.name for module in pkgutil.iter_modules(__path__)
+                             if module.name in {lang.backend for lang in LANGUAGES.values()}))
+"""The backends whose file is here (a language may name one not written yet: triton)."""
 
 
 def get_backend(name: str) -> Backend:
-    """A backend by name; imports lazily so a CPU-only install never loads GPU code."""
-    if name == "cpu":
-        from klineage.backends.cpu import CpuBackend
-
-        return CpuBackend()
-    if name == "cuda":
-        from klineage.backends.cuda import CudaBackend
-
-        return CudaBackend()
-    raise ConfigError(f"unknown backend {name!r} (known: {', '.join(BACKEND_NAMES)})")
+    """A backend by name: ``backends/<name>.py``'s ``BACKEND``."""
+    if name not in BACKEND_NAMES:
+        raise ConfigError(f"unknown backend {name!r} (known: {', '.join(BACKEND_NAMES)})")
+    return importlib.import_module(f"klineage.backends.{name}").BACKEND()
 
 
 def backend_for(language: str) -> Backend:
     """The backend that builds a kernel language."""
-    if language not in _FOR_LANGUAGE:
+    lang = LANGUAGES.get(language)
+    if lang is None or lang.backend not in BACKEND_NAMES:
         raise ConfigError(f"no backend builds {language!r} kernels yet")
-    return get_backend(_FOR_LANGUAGE[language])
+    return get_backend(lang.backend)

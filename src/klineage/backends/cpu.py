@@ -307,3 +307,6 @@ def _last_level_cache_bytes() -> int:
 
 def _per_core_cache_bytes() -> int:
     return _cache_size(2, 2 << 20)
+
+
+BACKEND = CpuBackend

@@ -379,3 +379,6 @@ class CudaDevice:
 
     def flush_cache(self) -> None:
         self._flush.fill_(0x5A)
+
+
+BACKEND = CudaBackend

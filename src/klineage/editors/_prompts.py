@@ -12,14 +12,14 @@ from string import Template
 from typing import Any
 
 from klineage.source import CATALOGUE, FeatureHit, detect
-from klineage.workload import KernelState, Workload
+from klineage.workload import LANGUAGES, KernelState, Workload
 
 __all__ = ["PROMPT_VERSION", "catalogue_text", "features_text", "kernel_fields", "render",
            "safe_detect", "workload_text"]
 
 PROMPT_VERSION = "v1"
 
-FENCES = {"c": "c", "cpp": "cpp", "cuda": "cuda", "triton": "python"}
+FENCES = {name: lang.fence for name, lang in LANGUAGES.items()}
 
 
 def _template(name: str, version: str) -> Template:

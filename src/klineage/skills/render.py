@@ -11,10 +11,11 @@ from typing import Any
 import yaml
 
 from klineage.skills.card import SkillCard
+from klineage.workload import LANGUAGES
 
 __all__ = ["code_language", "front_matter", "render_front_matter", "skill_body", "to_skill_md"]
 
-_FENCE_LANGUAGE = {"c": "c", "cpp": "cpp", "cuda": "cuda", "triton": "python"}
+_FENCE_LANGUAGE = {name: lang.fence for name, lang in LANGUAGES.items()}
 _NOT_ADMITTED = "not admitted: a hypothesis until a kernel that did not produce it reproduces it"
 
 

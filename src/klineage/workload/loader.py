@@ -13,6 +13,7 @@ from klineage.errors import WorkloadError
 from klineage.workload import _expr
 from klineage.workload.dtypes import DTYPES
 from klineage.workload.inputs import check_init
+from klineage.workload.languages import LANGUAGES, language_of_file
 from klineage.workload.model import Cost, KernelSpec, TensorSpec, Tolerance, Workload
 
 __all__ = ["load_kernel", "load_reference", "load_workload"]
@@ -21,7 +22,7 @@ _TOP_KEYS = {
     "name", "op", "description", "tags", "framework", "axes", "quick_axes", "check_shapes",
     "params", "inputs", "outputs", "tolerance", "cost",
 }
-_SOURCE_NAMES = {"kernel.c": "c", "kernel.cpp": "cpp", "kernel.cu": "cuda", "kernel.py": "triton"}
+_SOURCE_NAMES = [lang.file_name for lang in LANGUAGES.values()]
 _KERNEL_KEYS = {"language", "entry", "flags", "threads", "allow_symbols"}
 
 
@@ -257,10 +258,11 @@ def load_kernel(workload: Workload, kernel: str | Path) -> KernelSpec:
             f"{folder}: expected exactly one of {', '.join(_SOURCE_NAMES)}; found {found}"
         )
     source = sources[0]
-    language = _SOURCE_NAMES.get(source.name) or {".c": "c", ".cpp": "cpp", ".cu": "cuda",
-                                                  ".py": "triton"}.get(source.suffix)
-    if language is None:
-        raise WorkloadError(f"{source}: unknown kernel language (use .c, .cpp, .cu or .py)")
+    known = language_of_file(source.name)
+    if known is None:
+        suffixes = ", ".join(s for lang in LANGUAGES.values() for s in lang.suffixes)
+        raise WorkloadError(f"{source}: unknown kernel language (use {suffixes})")
+    language = known.name
     settings = _kernel_toml(folder / "kernel.toml")
     if settings.get("language", language) != language:
         raise WorkloadError(

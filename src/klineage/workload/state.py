@@ -6,12 +6,12 @@ import hashlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from klineage.workload.languages import LANGUAGES
 from klineage.workload.loader import load_kernel
 from klineage.workload.model import KernelSpec, Workload
 
 __all__ = ["KernelState"]
 
-_FILE_NAMES = {"c": "kernel.c", "cpp": "kernel.cpp", "cuda": "kernel.cu", "triton": "kernel.py"}
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class KernelState:
 
     @property
     def file_name(self) -> str:
-        return _FILE_NAMES[self.language]
+        return LANGUAGES[self.language].file_name
 
     def with_source(self, source: str, flags_removed: tuple[str, ...] = (),
                     flags_added: tuple[str, ...] = ()) -> KernelState:
