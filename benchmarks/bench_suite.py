@@ -20,6 +20,7 @@ from _bench import REPO, header, markdown_table, write_result
 from klineage.bench import bench
 from klineage.gate import GateOptions
 from klineage.mine import MineOptions, mine
+from klineage.optimize import OptimizeOptions
 from klineage.runs import Budget
 from klineage.skills.library import Library
 from klineage.workload import load_kernel, load_workload
@@ -83,9 +84,10 @@ def main() -> None:
         suite.mkdir()
         for name in args.only.split(","):
             shutil.copytree(examples / name, suite / name)
-    result = bench(suite, Library.open(library), args.methods.split(","), Budget.parse(args.budget),
+    options = OptimizeOptions(budget=Budget.parse(args.budget),
+                              gate=GateOptions(trials=5, compare_s=args.compare_s))
+    result = bench(suite, Library.open(library), args.methods.split(","), options,
                    repeats=args.repeats, runs_root=scratch / "runs",
-                   gate_options=GateOptions(trials=5, compare_s=args.compare_s),
                    say=lambda s: print(s, flush=True), quick=args.quick)
     text = render(result.record, library, args.suite + (" (quick sizes)" if args.quick else ""))
     print(text)

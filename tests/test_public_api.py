@@ -48,8 +48,8 @@ EXPECTED = {
     klineage.runs: ["Budget", "Charge", "Event", "Meter", "RunDir", "RunInterrupted", "RunStarted",
                     "Spent", "new_run_id"],
     klineage.report: ["ReportPaths", "write_report"],
-    klineage.optimize: ["CandidateGated", "METHODS", "MethodInputs", "OptimizeFinished", "OptimizeResult",
-                        "StartGated", "default_inputs", "optimize"],
+    klineage.optimize: ["CandidateGated", "METHODS", "MethodInputs", "OptimizeFinished",
+                        "OptimizeOptions", "OptimizeResult", "StartGated", "default_inputs", "optimize"],
     klineage.bench: ["BenchResult", "bench", "budget_to_fraction", "leave_one_out", "suite_workloads",
                      "summarize", "without_workload"],
 }

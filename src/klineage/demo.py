@@ -25,7 +25,7 @@ from klineage.bench import bench
 from klineage.errors import ConfigError
 from klineage.gate import GateOptions
 from klineage.mine import MineOptions, mine
-from klineage.optimize import optimize
+from klineage.optimize import OptimizeOptions, optimize
 from klineage.report import write_report
 from klineage.runs import Budget, Event, RunDir
 from klineage.runs.rundir import write_atomic
@@ -109,16 +109,16 @@ def run_demo(examples: Path | None = None, runs_root: Path = Path("runs"),
     library = Library.open(library_path, create=True)
     target = load_workload(folder / TARGET, quick=True)
     step(f"optimizing {TARGET}/naive")
-    optimized = optimize(target, load_kernel(target, "naive"), library, Budget.parse(BUDGET),
-                         runs_root=run.path / "runs", gate_options=GATE,
-                         say=lambda line: say(f"optimize {TARGET}: {line}"))
+    options = OptimizeOptions(budget=Budget.parse(BUDGET), gate=GATE)
+    optimized = optimize(target, load_kernel(target, "naive"), library, options,
+                         runs_root=run.path / "runs", say=lambda line: say(f"optimize {TARGET}: {line}"))
     result.optimized = {"run": str(optimized.run.path), "best_speedup": optimized.best_speedup,
                         "stop_reason": optimized.stop_reason}
     child_done(optimized.run.path)
 
     step(f"bench {', '.join(METHODS)} on {TARGET}")
-    benched = bench(folder / TARGET, library, METHODS, Budget.parse(BUDGET), runs_root=run.path / "runs",
-                    gate_options=GATE, quick=True, say=lambda line: say(f"bench: {line}"))
+    benched = bench(folder / TARGET, library, METHODS, options, runs_root=run.path / "runs", quick=True,
+                    say=lambda line: say(f"bench: {line}"))
     result.benched = {"run": str(benched.run.path), "summary": benched.record["summary"]}
     child_done(benched.run.path)
 

@@ -12,6 +12,7 @@ import pytest
 from conftest import FIXTURES
 from klineage.bench import bench, budget_to_fraction, leave_one_out, without_workload
 from klineage.errors import ConfigError
+from klineage.optimize import OptimizeOptions
 from klineage.runs import Budget
 from klineage.skills import Scope, Trial
 from klineage.skills.library import Library
@@ -34,8 +35,9 @@ def suite(tmp_path):
 def test_bench_tiny_suite_counts_a_failure_as_the_start_kernel(suite, tmp_path, quick):
     library = Library.open(tmp_path / "library", create=True)
     library.add(card("omp_simd", ratio=3.0, workload="softmax"))
-    result = bench(suite, library, ["klineage", "none"], Budget.parse("gate_runs=2"), repeats=1,
-                   runs_root=tmp_path / "runs", seed=7, gate_options=quick)
+    options = OptimizeOptions(budget=Budget.parse("gate_runs=2"), gate=quick)
+    result = bench(suite, library, ["klineage", "none"], options, repeats=1,
+                   runs_root=tmp_path / "runs", seed=7)
     record = json.loads((result.run.path / "bench.json").read_text())
     assert record == json.loads(json.dumps(result.record))
     assert {"suite", "methods", "budget", "repeats", "machine", "date", "results", "summary"} <= set(record)
@@ -60,7 +62,8 @@ def test_bench_tiny_suite_counts_a_failure_as_the_start_kernel(suite, tmp_path, 
 
 def test_unknown_method_is_a_user_error(suite, tmp_path):
     with pytest.raises(ConfigError, match="unknown fast"):
-        bench(suite, None, ["fast"], Budget.parse("gate_runs=1"), runs_root=tmp_path)
+        bench(suite, None, ["fast"], OptimizeOptions(budget=Budget.parse("gate_runs=1")),
+              runs_root=tmp_path)
 
 
 def test_leave_one_out_strips_the_workload_from_cards():

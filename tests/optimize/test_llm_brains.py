@@ -9,7 +9,7 @@ import pytest
 
 from editors.conftest import config_for
 from editors.fake_llm import FakeLLM
-from klineage.optimize import MethodInputs, optimize
+from klineage.optimize import MethodInputs, OptimizeOptions, optimize
 from klineage.runs import Budget, Charge
 
 
@@ -21,10 +21,10 @@ def test_api_brain_drives_a_whole_optimize(brain, method, dot, dot_naive, librar
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-loopback")
     server = FakeLLM()
     try:
-        result = optimize(dot, dot_naive, library, Budget.parse("gate_runs=4"), brain=brain,
-                          method=method, runs_root=tmp_path / "runs", gate_options=quick,
-                          inputs=MethodInputs(cards=library.cards()), sol_target=100.0,
-                          config=config_for(server.url))
+        options = OptimizeOptions(budget=Budget.parse("gate_runs=4"), brain=brain, method=method,
+                                  gate=quick, sol_target=100.0, config=config_for(server.url))
+        result = optimize(dot, dot_naive, library, options, runs_root=tmp_path / "runs",
+                          inputs=MethodInputs(cards=library.cards()))
     finally:
         server.stop()
     record = json.loads((result.run.path / "optimize.json").read_text())

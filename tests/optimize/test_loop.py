@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from conftest import FIXTURES
-from klineage.optimize import CandidateGated, MethodInputs, optimize
+from klineage.optimize import CandidateGated, MethodInputs, OptimizeOptions, optimize
 from klineage.runs import Budget
 from klineage.skills.library import Library
 from klineage.workload import load_kernel, load_workload
@@ -15,8 +15,8 @@ from klineage.workload import load_kernel, load_workload
 def _run(workload, start, library, budget, quick, tmp_path, **kwargs):
     inputs = MethodInputs(cards=library.cards()) if library is not None else MethodInputs()
     kwargs.setdefault("sol_target", 100.0)  # in cache, the fixtures can pass the DRAM bound
-    return optimize(workload, start, library, Budget.parse(budget), runs_root=tmp_path / "runs",
-                    gate_options=quick, inputs=inputs, **kwargs)
+    options = OptimizeOptions(budget=Budget.parse(budget), gate=quick, **kwargs)
+    return optimize(workload, start, library, options, runs_root=tmp_path / "runs", inputs=inputs)
 
 
 def test_klineage_keeps_the_faster_kernel_and_records_every_candidate(dot, dot_naive, library,

@@ -14,7 +14,7 @@ import os
 import platform
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -24,8 +24,8 @@ from klineage.bench._fairness import leave_one_out, suite_workloads
 from klineage.errors import ConfigError, KlineageError
 from klineage.gate import GateOptions
 from klineage.gate.session import GateSession
-from klineage.optimize import METHODS, optimize
-from klineage.runs import Budget, Event, RunDir
+from klineage.optimize import METHODS, OptimizeOptions, optimize
+from klineage.runs import Event, RunDir
 from klineage.skills.library import Library
 from klineage.workload import KernelState, Workload, load_kernel, load_workload
 
@@ -65,12 +65,13 @@ class _Expert:
         return self.expert_ms / self.start_ms if self.start_ms and self.expert_ms else None
 
 
-def bench(suite: Path, library: Library | None, methods: list[str], budget: Budget, repeats: int = 1,
-          runs_root: Path = Path("runs"), brain: str = "rules", start: str = "naive",
-          expert: str = "expert", seed: int | None = None, gate_options: GateOptions | None = None,
+def bench(suite: Path, library: Library | None, methods: list[str],
+          options: OptimizeOptions | None = None, repeats: int = 1, runs_root: Path = Path("runs"),
+          start: str = "naive", expert: str = "expert", seed: int | None = None,
           say: SayFn | None = None, quick: bool = False) -> BenchResult:
     """Run the whole grid and write ``bench.json``; returns its content.
 
+    ``options`` is every run's budget, brain and gate (its method and seed are the grid's);
     ``quick`` benchmarks every workload at its ``[quick_axes]`` (the demo uses it)."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
@@ -78,7 +79,8 @@ def bench(suite: Path, library: Library | None, methods: list[str], budget: Budg
                           f"(choose from {', '.join(METHODS)})")
     say = say or (lambda _: None)
     folders = suite_workloads(suite)
-    options = gate_options or GateOptions(trials=5, compare_s=2.0)
+    options = options or OptimizeOptions()
+    budget, brain = options.budget, options.brain
     base_seed = seed if seed is not None else secrets.randbits(20)
     run = RunDir.create(runs_root, "bench", suite.name, {
         "suite": str(suite), "methods": methods, "budget": budget.describe(), "repeats": repeats,
@@ -88,7 +90,7 @@ def bench(suite: Path, library: Library | None, methods: list[str], budget: Budg
     for folder in folders:
         workload = load_workload(folder, quick=quick)
         start_spec = load_kernel(workload, start)
-        reference = _expert_times(run, workload, start_spec, expert, options, say)
+        reference = _expert_times(run, workload, start_spec, expert, options.gate, say)
         inputs = leave_one_out(cards, workload, folders)
         for repeat in range(repeats):
             run_seed = base_seed + repeat
@@ -96,9 +98,9 @@ def bench(suite: Path, library: Library | None, methods: list[str], budget: Budg
                 say(f"{workload.name} · {method} · repeat {repeat + 1}/{repeats}")
                 private = _private_library(run, workload.name, method, repeat, inputs.cards)
                 try:
-                    outcome = optimize(workload, start_spec, private, budget, brain=brain, method=method,
-                                       runs_root=run.path / "runs", seed=run_seed,
-                                       gate_options=options, say=say, inputs=inputs)
+                    outcome = optimize(workload, start_spec, private,
+                                       replace(options, method=method, seed=run_seed),
+                                       runs_root=run.path / "runs", say=say, inputs=inputs)
                     row = _row(outcome.record, str(outcome.run.path), reference)
                 except KlineageError as exc:
                     row = _failed_row(str(exc), reference)

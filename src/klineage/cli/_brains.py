@@ -13,7 +13,11 @@ import typer
 from klineage.config import load_config
 from klineage.runs import Budget, RunDir
 
-__all__ = ["BudgetOpt", "ConfigOpt", "RecordOpt", "ReplayOpt", "brain_settings"]
+__all__ = ["BrainOpt", "BudgetOpt", "ConfigOpt", "RecordOpt", "ReplayOpt", "brain_settings"]
+
+BrainOpt = Annotated[str | None, typer.Option(
+    help="Who proposes edits: rules|openai|anthropic|agent|replay (default: klineage.toml, "
+         "KLINEAGE_BRAIN, else rules).")]
 
 BudgetOpt = Annotated[str | None, typer.Option(
     help="Limits: gate_runs=N,calls=N,tokens=N,usd=X,wall=10m (any subset).")]
@@ -28,8 +32,8 @@ ReplayOpt = Annotated[Path | None, typer.Option(
 def brain_settings(brain: str | None, budget: str | None, config: Path | None,
                    record: Path | None, replay: Path | None,
                    resume: Path | None = None) -> dict[str, Any]:
-    """Resolved keyword arguments for MineOptions (and the optimizer's options). A resumed run
-    keeps the brain it was started with unless ``--brain`` says otherwise."""
+    """Resolved keyword arguments for MineOptions and OptimizeOptions. A resumed run keeps the
+    brain it was started with unless ``--brain`` says otherwise."""
     loaded = load_config(config)
     started_with = RunDir.open(resume).meta.get("brain") if resume else None
     name = brain or started_with or (

@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from klineage.cli._brains import BrainOpt, ConfigOpt, RecordOpt, ReplayOpt, brain_settings
 from klineage.cli._common import JsonOpt, QuickOpt, RunsOpt, ThreadsOpt, console, user_errors
 
 __all__ = ["bench_command", "bench_tables"]
@@ -24,7 +25,10 @@ def bench_command(
     budget: Annotated[str, typer.Option(help="Per run, e.g. gate_runs=6 or gate_runs=6,wall=5m.")]
         = "gate_runs=6",
     repeats: Annotated[int, typer.Option(min=1, help="Runs per method and workload.")] = 1,
-    brain: Annotated[str, typer.Option(help="Who proposes edits.")] = "rules",
+    brain: BrainOpt = None,
+    config: ConfigOpt = None,
+    record: RecordOpt = None,
+    replay: ReplayOpt = None,
     start: Annotated[str, typer.Option(help="The start kernel variant.")] = "naive",
     seed: Annotated[int | None, typer.Option(help="Base seed (default: a fresh one).")] = None,
     runs: RunsOpt = Path("runs"),
@@ -35,16 +39,17 @@ def bench_command(
     """Compare methods on the same workloads, gate and budget; print geomeans and failures."""
     from klineage.bench import bench
     from klineage.gate import GateOptions
-    from klineage.runs import Budget
+    from klineage.optimize import OptimizeOptions
     from klineage.skills.library import Library
 
     with user_errors():
         lib = Library.open(library) if library is not None else None
         with console.status("", spinner="dots") as status:
+            options = OptimizeOptions(**brain_settings(brain, budget, config, record, replay),
+                                      gate=GateOptions(threads=threads, trials=5, compare_s=2.0))
             result = bench(suite, lib, [m.strip() for m in methods.split(",") if m.strip()],
-                           Budget.parse(budget), repeats=repeats, runs_root=runs, brain=brain,
-                           start=start, seed=seed, quick=quick,
-                           gate_options=GateOptions(threads=threads, trials=5, compare_s=2.0),
+                           options, repeats=repeats, runs_root=runs, start=start, seed=seed,
+                           quick=quick,
                            say=None if as_json else (lambda line: status.update(escape(line))))
     if as_json:
         print(json.dumps(result.record, indent=2))

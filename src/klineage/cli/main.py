@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from klineage import __version__
-from klineage.cli._brains import BudgetOpt, ConfigOpt, RecordOpt, ReplayOpt, brain_settings
+from klineage.cli._brains import BrainOpt, BudgetOpt, ConfigOpt, RecordOpt, ReplayOpt, brain_settings
 from klineage.cli._common import JsonOpt, QuickOpt, RunsOpt, ThreadsOpt, console, err_console, new_app
 from klineage.cli._render import doctor_table, gate_summary_table, stage_table, verdict_style
 from klineage.errors import ConfigError, KlineageError
@@ -125,9 +125,7 @@ def features(
 def mine(
     workload: Annotated[Path, typer.Argument(help="Workload folder.")],
     expert: Annotated[str, typer.Option(help="The expert kernel to walk backward.")] = "expert",
-    brain: Annotated[str | None, typer.Option(
-        help="Who proposes edits: rules|openai|anthropic|agent|replay (default: klineage.toml, "
-             "KLINEAGE_BRAIN, else rules).")] = None,
+    brain: BrainOpt = None,
     library: Annotated[Path | None, typer.Option(help="Skill library to add the cards to.")] = None,
     runs: RunsOpt = Path("runs"),
     resume: Annotated[Path | None, typer.Option(help="Continue this interrupted run.")] = None,

@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from klineage.cli._brains import BrainOpt, ConfigOpt, RecordOpt, ReplayOpt, brain_settings
 from klineage.cli._common import JsonOpt, QuickOpt, RunsOpt, ThreadsOpt, console, user_errors
 from klineage.errors import ConfigError
 
@@ -26,7 +27,10 @@ def optimize_command(
         help="Limits, e.g. gate_runs=8,usd=2,wall=10m (keys: gate_runs, calls, tokens, usd, wall).")]
         = "gate_runs=8",
     method: Annotated[str, typer.Option(help="klineage | none | memory | expert-source.")] = "klineage",
-    brain: Annotated[str, typer.Option(help="Who proposes edits.")] = "rules",
+    brain: BrainOpt = None,
+    config: ConfigOpt = None,
+    record: RecordOpt = None,
+    replay: ReplayOpt = None,
     seed: Annotated[int, typer.Option(help="Seed of the baselines' random order.")] = 0,
     sol_target: Annotated[float, typer.Option(
         min=0, help="Stop once the best kernel reaches this share of speed of light.")] = 0.9,
@@ -39,8 +43,7 @@ def optimize_command(
 ) -> None:
     """Apply skills (or a baseline) under the gate within a budget; print the best kernel."""
     from klineage.gate import GateOptions
-    from klineage.optimize import METHODS, optimize
-    from klineage.runs import Budget
+    from klineage.optimize import METHODS, OptimizeOptions, optimize
     from klineage.skills.library import Library
     from klineage.workload import load_kernel, load_workload
 
@@ -51,10 +54,11 @@ def optimize_command(
             raise ConfigError("--method klineage needs --library DIR (a mined skill library)")
         loaded = load_workload(workload, quick=quick)
         lib = Library.open(library) if library is not None else None
+        options = OptimizeOptions(**brain_settings(brain, budget, config, record, replay, resume),
+                                  method=method, seed=seed, sol_target=sol_target,
+                                  gate=GateOptions(threads=threads, trials=5, compare_s=2.0))
         with console.status("", spinner="dots") as status:
-            result = optimize(loaded, load_kernel(loaded, start), lib, Budget.parse(budget), brain=brain,
-                              method=method, runs_root=runs, seed=seed, sol_target=sol_target,
-                              gate_options=GateOptions(threads=threads, trials=5, compare_s=2.0),
+            result = optimize(loaded, load_kernel(loaded, start), lib, options, runs_root=runs,
                               say=None if as_json else (lambda line: status.update(escape(line))),
                               resume=resume)
     record = result.record

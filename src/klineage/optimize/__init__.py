@@ -4,6 +4,7 @@ gate within a budget, keep the best; and the baselines it is benchmarked against
 from klineage.optimize.loop import (
     CandidateGated,
     OptimizeFinished,
+    OptimizeOptions,
     OptimizeResult,
     StartGated,
     default_inputs,
@@ -16,6 +17,7 @@ __all__ = [
     "CandidateGated",
     "MethodInputs",
     "OptimizeFinished",
+    "OptimizeOptions",
     "OptimizeResult",
     "StartGated",
     "default_inputs",

@@ -10,7 +10,7 @@ killed run continues without re-gating (gate reports are also cached per fingerp
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,8 +27,8 @@ from klineage.skills.retrieval import Choice
 from klineage.source import unified_diff
 from klineage.workload import KernelSpec, KernelState, Workload
 
-__all__ = ["CandidateGated", "OptimizeFinished", "OptimizeResult", "StartGated", "default_inputs",
-           "optimize"]
+__all__ = ["CandidateGated", "OptimizeFinished", "OptimizeOptions", "OptimizeResult", "StartGated",
+           "default_inputs", "optimize"]
 
 SayFn = Callable[[str], None]
 RESULT_FILE = "optimize.json"
@@ -98,43 +98,64 @@ def default_inputs(workload: Workload, library: Library | None, runs_root: Path 
                         experts=expert_sources(siblings, exclude_workload=workload.name))
 
 
-def optimize(workload: Workload, start: KernelSpec, library: Library | None, budget: Budget,
-             brain: str = "rules", method: str = "klineage", runs_root: Path = Path("runs"),
-             seed: int = 0, sol_target: float = 0.9, gate_options: GateOptions | None = None,
+@dataclass(frozen=True)
+class OptimizeOptions:
+    """How one optimization runs (resolved: every default filled in)."""
+
+    method: str = "klineage"
+    """klineage | none | memory | expert-source."""
+    brain: str = "rules"
+    budget: Budget = field(default_factory=lambda: Budget(gate_runs=8))
+    seed: int = 0
+    """Seed of the baselines' random order."""
+    sol_target: float = 0.9
+    """Stop once the best kernel reaches this share of speed of light."""
+    gate: GateOptions = field(default_factory=lambda: GateOptions(trials=5, compare_s=2.0))
+    config: Config | None = None
+    record: Path | None = None
+    """Append every LLM exchange to this cassette."""
+    replay: Path | None = None
+    """Answer every LLM request from this cassette, offline."""
+
+
+def optimize(workload: Workload, start: KernelSpec, library: Library | None,
+             options: OptimizeOptions | None = None, runs_root: Path = Path("runs"),
              say: SayFn | None = None, resume: Path | None = None,
-             inputs: MethodInputs | None = None, config: Config | None = None) -> OptimizeResult:
+             inputs: MethodInputs | None = None) -> OptimizeResult:
     """Run (or resume) one optimization; returns the record written to ``optimize.json``."""
+    options = options or OptimizeOptions()
     if resume is not None:
         run = RunDir.open(resume)
         meta = run.meta
-        budget, brain, method = Budget(**meta["budget"]), meta["brain"], meta["method"]
-        seed, sol_target = meta["seed"], meta["sol_target"]
+        options = replace(options, budget=Budget(**meta["budget"]), brain=meta["brain"],
+                          method=meta["method"], seed=meta["seed"], sol_target=meta["sol_target"])
         start_state = KernelState.load(run.state_dir(meta["start_state"]), workload)
         if library is None and meta.get("library"):
             library = Library.open(meta["library"])
     else:
         start_state = KernelState.from_spec(start)
         run = RunDir.create(runs_root, "optimize", workload.name, {
-            "workload": str(workload.root), "start": start.name, "method": method, "brain": brain,
-            "budget": budget.__dict__, "seed": seed, "sol_target": sol_target,
+            "workload": str(workload.root), "start": start.name, "method": options.method,
+            "brain": options.brain, "budget": options.budget.__dict__, "seed": options.seed,
+            "sol_target": options.sol_target,
             "library": str(library.root) if library else None, "start_state": start_state.fingerprint})
         start_state.materialize(run.state_dir(start_state.fingerprint), workload)
-    loop = _Loop(run, workload, start_state, library, budget, brain, method, seed, sol_target,
-                 gate_options or GateOptions(trials=5, compare_s=2.0), say or (lambda _: None),
-                 inputs if inputs is not None else default_inputs(workload, library, runs_root), config)
+    loop = _Loop(run, workload, start_state, library, options, say or (lambda _: None),
+                 inputs if inputs is not None else default_inputs(workload, library, runs_root))
     return loop.run_to_end()
 
 
 class _Loop:
     def __init__(self, run: RunDir, workload: Workload, start: KernelState, library: Library | None,
-                 budget: Budget, brain: str, method: str, seed: int, sol_target: float,
-                 options: GateOptions, say: SayFn, inputs: MethodInputs, config: Config | None = None):
+                 options: OptimizeOptions, say: SayFn, inputs: MethodInputs):
         self.run, self.workload, self.start, self.library = run, workload, start, library
-        self.sol_target, self.say = sol_target, say
-        self.meter = Meter.resume(budget, run.events(Charge), log=run.log)
-        self.gate = GateSession(run, workload, options, meter=self.meter,
-                              progress=lambda stage, detail: say(f"{stage}: {detail}"))
-        self.brain = get_editor(brain, config)
+        self.sol_target, self.say = options.sol_target, say
+        self.meter = Meter.resume(options.budget, run.events(Charge), log=run.log)
+        self.gate = GateSession(run, workload, options.gate, meter=self.meter,
+                                progress=lambda stage, detail: say(f"{stage}: {detail}"))
+        self.brain = get_editor(options.brain, options.config, record=options.record,
+                                replay=options.replay)
+        method, brain, budget, seed = options.method, options.brain, options.budget, options.seed
         self.method: Method = make_method(method, self.brain, workload, inputs, seed,
                                           self.meter.charge_brain)
         self.meta = {"workload": workload.name, "start": run.meta["start"], "method": method,
