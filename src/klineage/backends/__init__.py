@@ -1,8 +1,9 @@
 """Backends: build and run kernels on one kind of device (see ``base`` for the seam).
 
 A backend is one file, ``backends/<name>.py``, whose ``BACKEND`` is its class; the languages it
-builds name it in ``workload.LANGUAGES``. Modules are imported only when asked for, so a
-CPU-only install never loads GPU code.
+builds name it in ``workload.LANGUAGES`` (``null`` builds none: it is chosen by name, for
+testing the pipeline). Modules are imported only when asked for, so a CPU-only install never
+loads GPU code.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ __all__ = ["BACKEND_NAMES", "Backend", "BuildResult", "Ceilings", "Device", "bac
            "get_backend"]
 
 BACKEND_NAMES = tuple(sorted(module.name for module in pkgutil.iter_modules(__path__)
-                             if module.name in {lang.backend for lang in LANGUAGES.values()}))
+                             if not module.name.startswith("_") and module.name != "base"))
 """The backends whose file is here (a language may name one not written yet: triton)."""
 
 

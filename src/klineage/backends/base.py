@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from klineage.workload.model import KernelSpec, TensorSpec
+from klineage.workload.model import KernelSpec, TensorSpec, Workload
 
 __all__ = ["Backend", "BuildResult", "Ceilings", "Device", "RunnerSpec"]
 
@@ -182,8 +182,9 @@ class Backend(Protocol):
     def default_threads(self, kernel: KernelSpec) -> int | None:
         """The thread count a kernel is timed with when none is asked for."""
 
-    def sandbox_env(self, threads: int | None) -> dict[str, str]:
-        """The whole environment of a sandboxed runner (nothing of ours is inherited)."""
+    def sandbox_env(self, threads: int | None, workload: Workload) -> dict[str, str]:
+        """The whole environment of a sandboxed runner for one workload's job (nothing of ours
+        is inherited)."""
 
     def sandbox_runner(self) -> RunnerSpec:
         """The runner built for this backend (our code, hash-checked before each start)."""

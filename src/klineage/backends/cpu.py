@@ -30,7 +30,7 @@ from klineage.backends.base import BuildResult, Ceilings, RunnerSpec
 from klineage.errors import ToolchainError
 from klineage.workload.dtypes import dtype_info
 from klineage.workload.inputs import draw_values, generate_array
-from klineage.workload.model import KernelSpec, TensorSpec
+from klineage.workload.model import KernelSpec, TensorSpec, Workload
 from klineage.workload.reference import to_numpy
 
 __all__ = ["CpuBackend", "CpuDevice"]
@@ -95,7 +95,7 @@ class CpuBackend:
         return trusted_build(SANDBOX_SOURCES / "_spin.c", "spin.so",
                              [settings.c_compiler(), "-O2", "-fPIC", "-shared"])
 
-    def sandbox_env(self, threads: int | None) -> dict[str, str]:
+    def sandbox_env(self, threads: int | None, workload: Workload) -> dict[str, str]:
         # OpenMP keeps libgomp's defaults (a team spins a while after a region before it sleeps):
         # the runner is stopped between calls, so the spin costs only the calls themselves. A
         # passive team made the rmsnorm and softmax experts 1.4x slower (measured 2026-12-01).

@@ -35,7 +35,7 @@ from klineage.backends.base import BuildResult, Ceilings, RunnerSpec
 from klineage.errors import BackendUnavailableError, ToolchainError
 from klineage.workload.dtypes import dtype_info
 from klineage.workload.inputs import parse_init
-from klineage.workload.model import KernelSpec, TensorSpec
+from klineage.workload.model import KernelSpec, TensorSpec, Workload
 
 __all__ = ["CudaBackend", "CudaDevice", "parse_ptxas_report", "sass"]
 
@@ -68,7 +68,7 @@ class CudaBackend:
     denied_symbols = DENIED_SYMBOLS
     allowed_symbols = ALLOWED_SYMBOLS
 
-    def sandbox_env(self, threads: int | None) -> dict[str, str]:
+    def sandbox_env(self, threads: int | None, workload: Workload) -> dict[str, str]:
         env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "CUDA_MODULE_LOADING": "EAGER",
                "CUDA_CACHE_DISABLE": "1"}
         if "CUDA_VISIBLE_DEVICES" in os.environ:

@@ -71,7 +71,7 @@ def _run_job(workload: Workload, backend: Backend, job: GateJob,
              builds: list[tuple[Any, str]], stall_s: float, memory_bytes: int | None,
              progress: Callable[[str, str], None]) -> JobResult:
     threads = job.threads or 1
-    runner, env = backend.sandbox_runner(), backend.sandbox_env(threads)
+    runner, env = backend.sandbox_runner(), backend.sandbox_env(threads, workload)
 
     def start(artifact: Path, sha256: str, entry: str) -> Callable[[Arena, Arena], Candidate]:
         return lambda ins, outs: Candidate(runner, (artifact, sha256), entry, ins, outs, threads,

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from filelock import FileLock
 
 from klineage import __version__, settings
-from klineage.backends import Backend, BuildResult, backend_for
+from klineage.backends import Backend, BuildResult, backend_for, get_backend
 from klineage.errors import BackendUnavailableError, ConfigError, WorkerError
 from klineage.gate._job import GateJob, JobResult, run_sandboxed
 from klineage.gate._layout import TimingPlan
@@ -51,6 +51,12 @@ class GateOptions:
     max_pairs: int = 400
     secret_seed: int | None = None
     """Fixed only for reproducing a failure; by default a fresh secret per run."""
+    backend: str | None = None
+    """Build and run every kernel with this backend instead of its language's (``null``: the
+    pipeline without a compiler, for tests)."""
+
+    def backend_for(self, language: str) -> Backend:
+        return get_backend(self.backend) if self.backend else backend_for(language)
 
 
 def run_gate(
@@ -63,7 +69,7 @@ def run_gate(
 ) -> GateReport:
     """Gate one kernel. Candidate failures are verdicts; only klineage's own problems raise."""
     options = options or GateOptions()
-    backend = backend or backend_for(kernel.language)
+    backend = backend or options.backend_for(kernel.language)
     progress = on_progress or (lambda stage, detail: None)
     run = _Run(workload, kernel, backend, options, progress)
     return run.execute(against)
@@ -252,8 +258,9 @@ def compare_kernels(
 ) -> Comparison:
     """Paired, interleaved timing of two kernels, each in its own runner (no correctness gate: run
     ``run_gate`` on each first)."""
-    backend = backend or backend_for(candidate.language)
-    run = _Run(workload, candidate, backend, options or GateOptions(),
+    options = options or GateOptions()
+    backend = backend or options.backend_for(candidate.language)
+    run = _Run(workload, candidate, backend, options,
                on_progress or (lambda s, d: None))
     build = backend.build(candidate)
     if not build.ok:

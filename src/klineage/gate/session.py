@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from klineage.backends import Backend, backend_for
+from klineage.backends import Backend
 from klineage.executors import Executor, LocalExecutor
 from klineage.gate.report import Comparison, GateReport
 from klineage.gate.runner import GateOptions, compare_kernels, run_gate
@@ -47,7 +47,7 @@ class GateSession:
         return state.materialize(self.run.state_dir(state.fingerprint), self.workload)
 
     def backend_for(self, state: KernelState) -> Backend:
-        return self.backend or backend_for(state.language)
+        return self.backend or self.options.backend_for(state.language)
 
     def prebuild(self, states: list[KernelState]) -> None:
         """Compile candidates in parallel before they are gated one at a time."""

@@ -52,7 +52,11 @@ CUDA_SIGNATURES = {
 
 
 def compiled_evidence(artifact: Path, language: str) -> dict[str, bool]:
-    """feature -> whether the built object shows it, for the features with a reliable signature."""
+    """feature -> whether the built object shows it, for the features with a reliable signature;
+    nothing for an artifact that is not machine code (the null backend's model)."""
+    with open(artifact, "rb") as handle:
+        if handle.read(4) != b"\x7fELF":
+            return {}
     if language == "cuda":
         return _cuda_evidence(Path(artifact))
     return _cpu_evidence(Path(artifact))
