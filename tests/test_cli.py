@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from conftest import FIXTURES
 
@@ -54,3 +55,14 @@ def test_doctor_json(tmp_path):
     assert facts["cpu backend"].startswith("ok")
     ceilings = facts["cpu ceilings (1 threads)"]
     assert ceilings["copy GB/s"] > 0 and ceilings["fp32 GFLOP/s"] > 0
+
+
+def test_schemas_writes_one_json_schema_per_record(tmp_path):
+    proc = klineage("schemas", str(tmp_path / "schemas"), "--json", env_cache=_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    written = [Path(p) for p in json.loads(proc.stdout)]
+    names = {p.name for p in written}
+    assert {"gate-report.schema.json", "optimize.schema.json", "bench.schema.json",
+            "event-candidate.schema.json", "event-charge.schema.json"} <= names
+    optimize = json.loads((tmp_path / "schemas" / "optimize.schema.json").read_text())
+    assert {"steps", "curve", "best_speedup", "stop_reason"} <= set(optimize["properties"])

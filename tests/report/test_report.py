@@ -10,10 +10,10 @@ import pytest
 
 from klineage.errors import ConfigError
 from klineage.lineage import Lineage
+from klineage.optimize.records import CurvePoint
 from klineage.report import write_report
 from klineage.report._diff import reverse_diff
 from klineage.report._plots import mean_curve
-from klineage.report._records import CurvePoint
 from klineage.skills.library import Library
 from report._helpers import assert_png
 

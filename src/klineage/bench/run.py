@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from klineage.backends import backend_for
 from klineage.bench._fairness import leave_one_out, suite_workloads
+from klineage.bench.records import BenchRecord
 from klineage.errors import ConfigError, KlineageError
 from klineage.gate import GateOptions
 from klineage.gate.session import GateSession
@@ -111,6 +112,7 @@ def bench(suite: Path, library: Library | None, methods: list[str],
               "repeats": repeats, "machine": _machine(folders), "date": datetime.now(UTC).isoformat(
                   timespec="seconds"), "brain": brain, "seed": base_seed,
               "results": results, "summary": summarize(results, methods)}
+    record = BenchRecord.model_validate(record).model_dump(mode="json")
     run.write_json("bench.json", record)
     run.log(BenchFinished())
     return BenchResult(run, record)

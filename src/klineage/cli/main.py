@@ -218,6 +218,26 @@ def demo(
     console.print(f"run folder: {result.run}  ({result.seconds:.0f} s)")
 
 
+@app.command()
+def schemas(
+    out: Annotated[Path, typer.Argument(help="Folder to write the JSON Schemas into.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Write the JSON Schema of every record klineage writes to disk."""
+    from klineage.cli._schemas import record_schemas
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, schema in record_schemas().items():
+        path = out / f"{name}.schema.json"
+        path.write_text(json.dumps(schema, indent=2) + "\n")
+        written.append(str(path))
+    if as_json:
+        print(json.dumps(written, indent=2))
+    else:
+        console.print(f"{len(written)} schemas in {out}: " + ", ".join(Path(w).name for w in written))
+
+
 def _mount_subcommands() -> None:
     from klineage.cli.skills import skills_app
 

@@ -20,6 +20,7 @@ from klineage.gate import GateOptions, GateReport
 from klineage.gate.session import GateSession
 from klineage.optimize._context import expert_sources, memory_pairs
 from klineage.optimize.methods import Candidate, KlineageMethod, Method, MethodInputs, make_method
+from klineage.optimize.records import OptimizeRecord
 from klineage.runs import Budget, Charge, Event, Meter, RunDir
 from klineage.skills.card import Trial
 from klineage.skills.library import Library
@@ -288,6 +289,7 @@ class _Loop:
                   "best_ms": _ms(best_report), "stop_reason": stop, "spent": self._spent(),
                   "context": self.method.context_json(), "steps": self.steps, "curve": self.curve,
                   "retrieval": [c.to_json() for c in choices]}
+        record = OptimizeRecord.model_validate(record).model_dump(mode="json")
         self.run.write_json(RESULT_FILE, record)
         self.run.log(OptimizeFinished(stop_reason=stop, best_state=self.best.fingerprint,
                                       best_speedup=speedup))

@@ -12,8 +12,9 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from klineage.bench.records import BenchRecord
+from klineage.optimize.records import CurvePoint, OptimizeRecord
 from klineage.report._mine import MineView
-from klineage.report._records import BenchRecord, CurvePoint, OptimizeRecord
 
 __all__ = ["bench_plot", "lineage_plot", "mean_curve", "optimize_plot"]
 

@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from klineage.bench.records import BenchRecord
 from klineage.errors import ConfigError
+from klineage.optimize.records import OptimizeRecord
 from klineage.report._mine import MineView, load_mine
-from klineage.report._records import BenchRecord, OptimizeRecord, read_record
+from klineage.report._records import read_record
 
 __all__ = ["KINDS", "Section", "load_sections", "read_meta"]
 
