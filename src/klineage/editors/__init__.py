@@ -6,12 +6,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from klineage.editors.base import Answer, EditContext, Editor, Proposal, Usage
+from klineage.editors.metered import MeteredEditor
 from klineage.errors import ConfigError
 
 if TYPE_CHECKING:
     from klineage.config import Config
 
-__all__ = ["Answer", "EditContext", "Editor", "Proposal", "Usage", "get_editor"]
+__all__ = ["Answer", "EditContext", "Editor", "MeteredEditor", "Proposal", "Usage", "get_editor"]
 
 
 def get_editor(name: str, config: Config | None = None, record: Path | None = None,

@@ -10,25 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from klineage.runs.budget import Usage
 from klineage.source import Edit
 from klineage.workload import KernelState, Workload
 
 __all__ = ["Answer", "EditContext", "Editor", "Proposal", "Usage"]
-
-
-@dataclass(frozen=True)
-class Usage:
-    """What one or more brain calls cost."""
-
-    calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
-    usd: float = 0.0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(*(a + b for a, b in zip(self.__dict__.values(), other.__dict__.values(),
-                                             strict=True)))
 
 
 @dataclass(frozen=True)

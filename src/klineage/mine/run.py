@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from klineage.config import Config
-from klineage.editors import get_editor
+from klineage.editors import MeteredEditor, get_editor
 from klineage.errors import BrainError, ConfigError
 from klineage.gate import GateOptions
 from klineage.gate.session import GateSession
@@ -22,7 +22,6 @@ from klineage.lineage.model import Lineage
 from klineage.lineage.rederive import rederive_lineage
 from klineage.lineage.walk import WalkLimits, backward_walk
 from klineage.runs import Budget, Charge, Event, Meter, RunDir, RunInterrupted, Spent
-from klineage.runs.budget import MeteredEditor
 from klineage.skills.admission import Context, admit
 from klineage.skills.card import SkillCard
 from klineage.skills.library import Library

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from klineage.config import Config
-from klineage.editors import get_editor
+from klineage.editors import MeteredEditor, get_editor
 from klineage.gate import GateOptions, GateReport
 from klineage.gate.session import GateSession
 from klineage.optimize._context import expert_sources, memory_pairs
@@ -154,11 +154,10 @@ class _Loop:
         self.meter = Meter.resume(options.budget, run.events(Charge), log=run.log)
         self.gate = GateSession(run, workload, options.gate, meter=self.meter,
                                 progress=lambda stage, detail: say(f"{stage}: {detail}"))
-        self.brain = get_editor(options.brain, options.config, record=options.record,
-                                replay=options.replay)
+        self.brain = MeteredEditor(get_editor(options.brain, options.config, record=options.record,
+                                              replay=options.replay), self.meter)
         method, brain, budget, seed = options.method, options.brain, options.budget, options.seed
-        self.method: Method = make_method(method, self.brain, workload, inputs, seed,
-                                          self.meter.charge_brain)
+        self.method: Method = make_method(method, self.brain, workload, inputs, seed)
         self.meta = {"workload": workload.name, "start": run.meta["start"], "method": method,
                      "brain": brain, "budget": budget.describe(), "seed": seed}
         self._replay()

@@ -15,7 +15,6 @@ feature for the improve-based baselines); the loop gates it.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +29,6 @@ from klineage.workload import KernelState, Workload
 __all__ = ["METHODS", "Candidate", "Method", "MethodInputs", "make_method"]
 
 METHODS = ("klineage", "none", "memory", "expert-source")
-ChargeFn = Callable[[Any, str], None]
 
 
 @dataclass(frozen=True)
@@ -58,10 +56,9 @@ class Method:
 
     name = "method"
 
-    def __init__(self, brain: Editor, workload: Workload, inputs: MethodInputs, seed: int,
-                 charge: ChargeFn):
+    def __init__(self, brain: Editor, workload: Workload, inputs: MethodInputs, seed: int):
         self.brain, self.workload, self.inputs = brain, workload, inputs
-        self.seed, self.charge = seed, charge
+        self.seed = seed
 
     def next(self, state: KernelState, profile: GateReport | None, feedback: str,
              tried: set[str]) -> Candidate | None:
@@ -85,7 +82,6 @@ class KlineageMethod(Method):
                 continue
             ctx = EditContext(workload=self.workload, feedback=feedback)
             answer = self.brain.materialize(state, choice.card, ctx)
-            self.charge(answer.usage, f"materialize {choice.card.id}")
             proposal = answer.proposals[0] if answer.proposals else None
             return Candidate(key, choice.card.feature, choice.card.id, proposal,
                              "; ".join(answer.failures) or ("" if proposal else "no proposal"))
@@ -118,7 +114,6 @@ class _ImproveMethod(Method):
             ctx = EditContext(workload=self.workload, feedback=feedback, extra=self.extra(),
                               features=tuple(sorted(present(state.source, state.language))))
             answer = self.brain.improve(state, ctx)
-            self.charge(answer.usage, f"improve ({self.name})")
             proposals = answer.proposals
             self._answers[state.fingerprint] = (self.order(proposals) if self.brain.name == "rules"
                                                 else list(proposals))
@@ -167,8 +162,9 @@ _CLASSES: dict[str, type[Method]] = {"klineage": KlineageMethod, "none": NoneMet
                                      "memory": MemoryMethod, "expert-source": ExpertSourceMethod}
 
 
-def make_method(name: str, brain: Editor, workload: Workload, inputs: MethodInputs, seed: int,
-                charge: ChargeFn) -> Method:
+def make_method(name: str, brain: Editor, workload: Workload, inputs: MethodInputs,
+                seed: int) -> Method:
+    """``brain`` is metered by the caller (``editors.MeteredEditor``)."""
     if name not in _CLASSES:
         raise ConfigError(f"--method: unknown method {name!r} (one of {', '.join(METHODS)})")
-    return _CLASSES[name](brain, workload, inputs, seed, charge)
+    return _CLASSES[name](brain, workload, inputs, seed)

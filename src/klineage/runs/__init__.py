@@ -5,9 +5,9 @@ The meter lives here, not in ``optimize/``, because ``mine`` and ``bench`` charg
 gate wrapper in ``lineage/`` must import it without importing the forward loop.
 """
 
-from klineage.runs.budget import Budget, Charge, Meter, Spent
+from klineage.runs.budget import Budget, Charge, Meter, Spent, Usage
 from klineage.runs.events import Event, RunInterrupted, RunStarted
 from klineage.runs.rundir import RunDir, new_run_id
 
 __all__ = ["Budget", "Charge", "Event", "Meter", "RunDir", "RunInterrupted", "RunStarted", "Spent",
-           "new_run_id"]
+           "Usage", "new_run_id"]

@@ -13,17 +13,31 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
-from klineage.editors.base import Usage
 from klineage.errors import ConfigError
 from klineage.runs.events import Event
 
-__all__ = ["Budget", "Charge", "Meter", "MeteredEditor", "Spent"]
+__all__ = ["Budget", "Charge", "Meter", "Spent", "Usage"]
 
 LogFn = Callable[[Event], Any]
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 _KEYS = {"gate_runs": "gate_runs", "gates": "gate_runs", "calls": "calls", "tokens": "tokens",
          "usd": "usd", "wall": "wall_s", "wall_s": "wall_s"}
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one or more brain calls cost."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    usd: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(*(a + b for a, b in zip(self.__dict__.values(), other.__dict__.values(),
+                                             strict=True)))
 
 
 @dataclass(frozen=True)
@@ -142,47 +156,3 @@ class Meter:
         self._spent = total
         if self._log is not None:
             self._log(Charge(kind=kind, what=what, cost=cost, total=asdict(self.spent)))
-
-
-class MeteredEditor:
-    """A brain whose every call is charged to a meter (``what`` names the call and the prompt
-    template version, e.g. ``openai.simplify@v1``). A call made once the budget is used up is not
-    made: it comes back as a failure saying so."""
-
-    def __init__(self, brain: Any, meter: Meter):
-        self.brain, self.meter = brain, meter
-        self.name = brain.name
-        self.exhaustive = getattr(brain, "exhaustive", False)
-        self.prompt_version = getattr(brain, "prompt_version", "-")
-
-    def _what(self, method: str) -> str:
-        return f"{self.brain.name}.{method}@{self.prompt_version}"
-
-    def _answered(self, method: str, *args: Any) -> Any:
-        from klineage.editors.base import Answer
-
-        reason = self.meter.exhausted()
-        if reason:
-            return Answer([], failures=[reason])
-        answer = getattr(self.brain, method)(*args)
-        if answer.usage.calls:
-            self.meter.charge_brain(answer.usage, self._what(method))
-        return answer
-
-    def simplify(self, state: Any, ctx: Any) -> Any:
-        return self._answered("simplify", state, ctx)
-
-    def rederive(self, simpler: Any, feature: str, ctx: Any, tunables: dict[str, Any]) -> Any:
-        return self._answered("rederive", simpler, feature, ctx, tunables)
-
-    def materialize(self, state: Any, card: Any, ctx: Any) -> Any:
-        return self._answered("materialize", state, card, ctx)
-
-    def improve(self, state: Any, ctx: Any) -> Any:
-        return self._answered("improve", state, ctx)
-
-    def lift(self, facts: dict[str, Any]) -> tuple[dict[str, str], Usage]:
-        text, usage = self.brain.lift(facts)
-        if usage.calls:
-            self.meter.charge_brain(usage, self._what("lift"))
-        return text, usage
