@@ -17,7 +17,7 @@ import pstats
 import time
 from pathlib import Path
 
-from klineage.gate import run_gate
+from klineage.gate import GateOptions, run_gate
 from klineage.workload import load_kernel, load_workload
 
 
@@ -26,10 +26,12 @@ def main() -> None:
     parser.add_argument("workload", type=Path)
     parser.add_argument("--kernel", default="expert")
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--backend", default=None, help="e.g. null (default: the kernel language's)")
     args = parser.parse_args()
     workload = load_workload(args.workload)
     kernel = load_kernel(workload, args.kernel)
-    run_gate(workload, kernel)  # build, ceilings and the runner cached: the second run is the one seen
+    options = GateOptions(backend=args.backend)
+    run_gate(workload, kernel, options=options)  # build, ceilings, runner cached: the second run is seen
 
     phases: list[tuple[float, str]] = []
 
@@ -39,7 +41,7 @@ def main() -> None:
     profiler = cProfile.Profile()
     started = time.perf_counter()
     profiler.enable()
-    report = run_gate(workload, kernel, on_progress=progress)
+    report = run_gate(workload, kernel, options=options, on_progress=progress)
     profiler.disable()
     finished = time.perf_counter()
     print(f"{workload.name}/{args.kernel}: {report.verdict.value} in {finished - started:.2f} s "

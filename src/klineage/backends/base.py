@@ -153,6 +153,9 @@ class Backend(Protocol):
     """Parent-side operations: build, inspect, describe the platform."""
 
     name: str
+    modeled: bool
+    """Times come from a model, not a device (the null backend): the gate times such kernels
+    with the least effort, as there is no noise to average."""
     denied_symbols: dict[str, tuple[str, ...]]
     """Backend-specific additions to the static deny-list: {why: (glob patterns)}."""
     allowed_symbols: tuple[str, ...]

@@ -45,6 +45,7 @@ class CpuBackend:
     """Builds C and C++ kernels for this CPU; timing threads are explicit and recorded."""
 
     name = "cpu"
+    modeled = False
     denied_symbols: ClassVar[dict[str, tuple[str, ...]]] = {}
     allowed_symbols: ClassVar[tuple[str, ...]] = ()
 

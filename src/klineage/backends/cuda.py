@@ -65,6 +65,7 @@ class CudaBackend:
     """nvcc + ctypes + torch-allocated device memory."""
 
     name = "cuda"
+    modeled = False
     denied_symbols = DENIED_SYMBOLS
     allowed_symbols = ALLOWED_SYMBOLS
 

@@ -36,6 +36,7 @@ class NullBackend:
     """Builds nothing; its kernels' times are a model of their detected features."""
 
     name = "null"
+    modeled = True
     denied_symbols: ClassVar[dict[str, tuple[str, ...]]] = {}
     allowed_symbols: ClassVar[tuple[str, ...]] = ()
 

@@ -13,8 +13,8 @@ from rich.text import Text
 
 from klineage.errors import KlineageError
 
-__all__ = ["JsonOpt", "QuickOpt", "RunsOpt", "ThreadsOpt", "console", "err_console", "new_app",
-           "user_errors"]
+__all__ = ["BackendOpt", "JsonOpt", "QuickOpt", "RunsOpt", "ThreadsOpt", "console", "err_console",
+           "new_app", "user_errors"]
 
 console = Console()
 err_console = Console(stderr=True)
@@ -24,6 +24,9 @@ QuickOpt = Annotated[bool, typer.Option(
     "--quick", help="Benchmark at the workloads' smaller quick_axes sizes (smoke runs, the demo).")]
 RunsOpt = Annotated[Path, typer.Option(help="Where run folders go.")]
 ThreadsOpt = Annotated[int | None, typer.Option(min=1, help="CPU threads to time with.")]
+BackendOpt = Annotated[str | None, typer.Option(
+    help="Build and run every kernel with this backend instead of its language's (null: no "
+         "compiler, a modeled time per feature; for trying the pipeline, proves nothing).")]
 
 
 def new_app(name: str, help: str) -> typer.Typer:

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from klineage.cli._brains import BrainOpt, ConfigOpt, RecordOpt, ReplayOpt, brain_settings
-from klineage.cli._common import JsonOpt, QuickOpt, RunsOpt, ThreadsOpt, console, user_errors
+from klineage.cli._common import BackendOpt, JsonOpt, QuickOpt, RunsOpt, ThreadsOpt, console, user_errors
 
 __all__ = ["bench_command", "bench_tables"]
 
@@ -33,6 +33,7 @@ def bench_command(
     seed: Annotated[int | None, typer.Option(help="Base seed (default: a fresh one).")] = None,
     runs: RunsOpt = Path("runs"),
     threads: ThreadsOpt = None,
+    backend: BackendOpt = None,
     quick: QuickOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -45,8 +46,8 @@ def bench_command(
     with user_errors():
         lib = Library.open(library) if library is not None else None
         with console.status("", spinner="dots") as status:
-            options = OptimizeOptions(**brain_settings(brain, budget, config, record, replay),
-                                      gate=GateOptions(threads=threads, trials=5, compare_s=2.0))
+            gate = GateOptions(threads=threads, trials=5, compare_s=2.0, backend=backend)
+            options = OptimizeOptions(**brain_settings(brain, budget, config, record, replay), gate=gate)
             result = bench(suite, lib, [m.strip() for m in methods.split(",") if m.strip()],
                            options, repeats=repeats, runs_root=runs, start=start, seed=seed,
                            quick=quick,

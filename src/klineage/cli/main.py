@@ -13,7 +13,16 @@ from rich.text import Text
 
 from klineage import __version__
 from klineage.cli._brains import BrainOpt, BudgetOpt, ConfigOpt, RecordOpt, ReplayOpt, brain_settings
-from klineage.cli._common import JsonOpt, QuickOpt, RunsOpt, ThreadsOpt, console, err_console, new_app
+from klineage.cli._common import (
+    BackendOpt,
+    JsonOpt,
+    QuickOpt,
+    RunsOpt,
+    ThreadsOpt,
+    console,
+    err_console,
+    new_app,
+)
 from klineage.cli._render import doctor_table, gate_summary_table, stage_table, verdict_style
 from klineage.errors import ConfigError, KlineageError
 
@@ -60,6 +69,7 @@ def gate(
     seed: Annotated[int | None, typer.Option(
         help="Fix the secret seed (only to reproduce a failure).")] = None,
     quick: QuickOpt = False,
+    backend: BackendOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run the gate on one kernel (or all of a workload's variants)."""
@@ -72,7 +82,7 @@ def gate(
         raise ConfigError(f"{workload}: no kernels/ variants to gate; name a kernel path")
     kernels = [load_kernel(loaded, name) for name in names]
     baseline = load_kernel(loaded, against) if against else None
-    options = GateOptions(threads=threads, profile=not no_profile, secret_seed=seed,
+    options = GateOptions(threads=threads, profile=not no_profile, secret_seed=seed, backend=backend,
                           limits=Limits(stall_s=timeout, memory_bytes=_parse_memory(memory)))
     reports = []
     with console.status("", spinner="dots") as status:
@@ -139,6 +149,7 @@ def mine(
     record: RecordOpt = None,
     replay: ReplayOpt = None,
     quick: QuickOpt = False,
+    backend: BackendOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Backward walk → lineage → re-derivation → skill cards → admission → library."""
@@ -153,7 +164,7 @@ def mine(
     settings_ = brain_settings(brain, budget, config, record, replay, resume)
     options = MineOptions(
         **settings_, limits=WalkLimits(max_steps=max_steps, max_rejections=max_rejections),
-        gate=GateOptions(threads=threads, trials=5, compare_s=2.0),
+        gate=GateOptions(threads=threads, trials=5, compare_s=2.0, backend=backend),
         admit_on=tuple(Path(p) for p in admit_on.split(",") if p) if admit_on is not None else None)
     with console.status("", spinner="dots") as status:
         result = run_mine(loaded, load_kernel(loaded, expert), runs, library, options, resume,

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from klineage.cli._brains import BrainOpt, ConfigOpt, RecordOpt, ReplayOpt, brain_settings
-from klineage.cli._common import JsonOpt, QuickOpt, RunsOpt, ThreadsOpt, console, user_errors
+from klineage.cli._common import BackendOpt, JsonOpt, QuickOpt, RunsOpt, ThreadsOpt, console, user_errors
 from klineage.errors import ConfigError
 
 __all__ = ["optimize_command", "retrieval_table"]
@@ -38,6 +38,7 @@ def optimize_command(
     resume: Annotated[Path | None, typer.Option(help="Continue this interrupted run.")] = None,
     runs: RunsOpt = Path("runs"),
     threads: ThreadsOpt = None,
+    backend: BackendOpt = None,
     quick: QuickOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -56,7 +57,7 @@ def optimize_command(
         lib = Library.open(library) if library is not None else None
         options = OptimizeOptions(**brain_settings(brain, budget, config, record, replay, resume),
                                   method=method, seed=seed, sol_target=sol_target,
-                                  gate=GateOptions(threads=threads, trials=5, compare_s=2.0))
+                                  gate=GateOptions(threads=threads, trials=5, compare_s=2.0, backend=backend))
         with console.status("", spinner="dots") as status:
             result = optimize(loaded, load_kernel(loaded, start), lib, options, runs_root=runs,
                               say=None if as_json else (lambda line: status.update(escape(line))),

@@ -17,9 +17,19 @@ import numpy as np
 
 from klineage.gate.sandbox import CallResult, CandidateFailed
 
-__all__ = ["CALIBRATION_CALLS", "calibration_seconds", "trusted_times"]
+__all__ = ["calibration_calls", "calibration_seconds", "trusted_times"]
 
-CALIBRATION_CALLS = 41
+CALIBRATION_CALLS = (11, 41)
+CALIBRATION_S = 0.5
+"""The calibration kernel is called 41 times, fewer when that would take over ``CALIBRATION_S``
+(never under 11): the margin's standard errors matter for short calls; for a long one its 2%
+share is far larger (a 213 ms naive sgemm would otherwise spend 9 s calibrating)."""
+
+
+def calibration_calls(seconds: float) -> int:
+    low, high = CALIBRATION_CALLS
+    return int(min(high, max(low, CALIBRATION_S / max(seconds, 1e-9))))
+
 FORGED_CLOCK = 0.25
 """Where a short clock means hidden work (a GPU's other streams), a clock reading under this
 share of what ours allows is a cheat; a forged clock reads near zero."""

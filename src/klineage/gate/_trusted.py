@@ -28,7 +28,7 @@ import numpy as np
 
 from klineage.backends._arenas import PAGE
 from klineage.backends.base import Device
-from klineage.gate._clocks import CALIBRATION_CALLS, calibration_seconds, trusted_times
+from klineage.gate._clocks import calibration_calls, calibration_seconds, trusted_times
 from klineage.gate._compare import output_mismatch
 from klineage.gate._layout import (
     CANARY,
@@ -385,7 +385,7 @@ class TrustedSession:
             self._spin = self._make_spin(self.inputs, self._spin_outputs)
         aside = self._aside(sets[0])[-1]
         gaps = []
-        for index in range(CALIBRATION_CALLS):
+        for index in range(calibration_calls(seconds)):
             bufs = sets[index % len(sets)]
             self._freshen(bufs)
             self._poison(bufs, self._spin_outputs)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -81,6 +81,9 @@ class _Run:
         unavailable = backend.unavailable_reason()
         if unavailable:
             raise BackendUnavailableError(f"backend {backend.name!r} cannot run here: {unavailable}")
+        if backend.modeled:  # a model has no noise to average: the least timing that decides
+            options = replace(options, trials=2, target_trial_s=0.01, warmup_s=0.01,
+                              compare_s=0.05, min_pairs=6)
         self.workload, self.kernel, self.backend, self.options = workload, kernel, backend, options
         self.progress = progress
         self.started = time.perf_counter()
