@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from klineage.gate import Comparison, GateOptions, GateReport, compare_kernels, run_gate
+from klineage.gate import ClockCheck, Comparison, GateOptions, GateReport, compare_kernels, run_gate
 from klineage.workload import load_kernel, load_workload
 
 REPO = Path(__file__).resolve().parent.parent
@@ -84,7 +84,17 @@ def fmt_speedup(report: GateReport) -> str:
 
 
 def fmt_repeat(c: Comparison) -> str:
-    return f"{abs(c.ratio - 1) * 100:.1f}% (CI ±{(c.ci_high - c.ci_low) / 2 * 100:.1f}%)"
+    clock = "" if c.baseline_clock is None or c.baseline_clock.raised_share == 0 else ", trusted clock"
+    return f"{abs(c.ratio - 1) * 100:.1f}% (CI ±{(c.ci_high - c.ci_low) / 2 * 100:.1f}%{clock})"
+
+
+def fmt_clock(clock: ClockCheck | None) -> str:
+    """How far the runner's clock read short of ours, against the calibration kernel's."""
+    if clock is None:
+        return "-"
+    return (f"gap {clock.gap_s * 1e6:.1f} us vs calibration {clock.calibration_gap_s * 1e6:.1f} us "
+            f"(allowance {clock.allowance_s * 1e6:.1f} us): "
+            + ("own clock believed" if clock.believed else "timed by the trusted clock"))
 
 
 def write_result(name: str, text: str) -> Path:

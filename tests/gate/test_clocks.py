@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from klineage.gate._clocks import trusted_times
+from klineage.gate._clocks import paired_times, trusted_times
 from klineage.gate.sandbox import CallResult, CandidateFailed
 
 GAPS = np.full(21, 2e-4)  # the calibration kernel's clock read 0.2 ms short of ours
@@ -17,12 +17,12 @@ def _calls(reported_s: float, wall_s: float, cpu_s: float) -> list[CallResult]:
 
 def test_a_clock_within_the_allowance_is_believed():
     times, info = trusted_times(_calls(1.0e-3, 1.15e-3, 1.0e-3), GAPS, threads=1, short_clock_is_cheat=True)
-    assert times == [1.0e-3] * 50 and info["raised_share"] == 0.0
+    assert times == [1.0e-3] * 50 and info.raised_share == 0.0
 
 
 def test_a_clock_that_reads_short_gains_nothing():
     times, info = trusted_times(_calls(0.8e-3, 1.5e-3, 1.4e-3), GAPS, threads=1, short_clock_is_cheat=True)
-    assert min(times) == pytest.approx(1.3e-3) and info["raised_share"] == 1.0
+    assert min(times) == pytest.approx(1.3e-3) and info.raised_share == 1.0
 
 
 def test_a_forged_clock_with_the_cpu_burnt_is_a_cheat_where_work_can_hide():
@@ -47,7 +47,7 @@ def test_the_margin_grows_with_the_noise_of_the_medians():
     calls = [CallResult(rc=0, reported_s=1e-3, wall_s=1e-3 + g, cpu_s=1e-3)
              for g in 2.35e-4 + rng.normal(0, 6e-5, 700)]
     _, info = trusted_times(calls, noisy, threads=1, short_clock_is_cheat=True)
-    assert info["raised_share"] == 0.0 and info["allowance_s"] > 2e-4 + 1e-5 + 2e-5
+    assert info.raised_share == 0.0 and info.allowance_s > 2e-4 + 1e-5 + 2e-5
 
 
 def test_a_loaded_machine_is_not_a_forged_clock():
@@ -61,5 +61,24 @@ def test_a_clock_shaved_by_more_than_the_margin_gains_nothing():
     # 100 us taken off a 0.5 ms call: the calibration kernel's clock reads 0.2 ms short, this one
     # 0.3 ms; believed within the old 90th-percentile allowance, not within the margin.
     times, info = trusted_times(_calls(0.4e-3, 0.7e-3, 0.5e-3), GAPS, threads=1, short_clock_is_cheat=True)
-    assert min(times) == pytest.approx(0.5e-3) and info["raised_share"] == 1.0
+    assert min(times) == pytest.approx(0.5e-3) and info.raised_share == 1.0
 
+
+
+def test_a_pair_is_timed_by_one_clock():
+    # The same honest kernel on both sides, its gap just inside the allowance on one and just
+    # outside on the other: judged apart, one side would be timed by its own clock and the other
+    # by ours (a 15% difference between two identical kernels).
+    inside, outside = _calls(1.0e-3, 1.21e-3, 1.0e-3), _calls(1.0e-3, 1.35e-3, 1.0e-3)
+    (times_a, times_b), (check_a, check_b) = paired_times((inside, outside), (GAPS, GAPS), threads=1,
+                                                          short_clock_is_cheat=True)
+    assert check_a.believed and not check_b.believed
+    assert check_a.raised_share == check_b.raised_share == 1.0
+    assert times_a[0] == pytest.approx(1.01e-3) and times_b[0] == pytest.approx(1.15e-3)
+
+
+def test_a_pair_of_believed_clocks_keeps_their_readings():
+    calls = _calls(1.0e-3, 1.15e-3, 1.0e-3)
+    (times_a, times_b), checks = paired_times((calls, calls), (GAPS, GAPS), threads=1,
+                                              short_clock_is_cheat=True)
+    assert times_a == times_b == [1.0e-3] * 50 and all(c.raised_share == 0.0 for c in checks)

@@ -86,10 +86,13 @@ def _run_job(workload: Workload, backend: Backend, job: GateJob,
             progress("sandbox", "starting the kernel's runner")
             candidates.append(session.load(start(build.artifact, build.artifact_sha256, entry)))
         if job.mode == "compare":
-            pairs = session.paired_times(candidates[0], candidates[1], job.timing)
-            if isinstance(pairs[0], str):
-                return JobResult(outcome=pairs[0], reason=pairs[1])
-            return JobResult(outcome="ok", comparison=comparison_record(*pairs, seed=job.timing.seed))
+            paired = session.paired_times(candidates[0], candidates[1], job.timing)
+            if isinstance(paired[0], str):
+                return JobResult(outcome=paired[0], reason=paired[1])
+            (times_a, times_b), (clock_a, clock_b) = paired
+            record = comparison_record(times_a, times_b, seed=job.timing.seed)
+            record.update(baseline_clock=clock_a.model_dump(), candidate_clock=clock_b.model_dump())
+            return JobResult(outcome="ok", comparison=record)
         failure = session.check_correctness(candidates[0]) if job.check else None
         if failure:
             return JobResult(outcome=failure[0], reason=failure[1], checks=session.checks_done)

@@ -21,6 +21,7 @@ Each check answers a way a gate has been fooled (REFERENCES.md):
 from __future__ import annotations
 
 import secrets
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -28,7 +29,7 @@ import numpy as np
 
 from klineage.backends._arenas import PAGE
 from klineage.backends.base import Device
-from klineage.gate._clocks import calibration_calls, calibration_seconds, trusted_times
+from klineage.gate._clocks import calibration_calls, calibration_seconds, paired_times, trusted_times
 from klineage.gate._compare import output_mismatch
 from klineage.gate._layout import (
     CANARY,
@@ -332,23 +333,25 @@ class TrustedSession:
                 return "incorrect", f"{describe(tag)}: {problem}"
         return None
 
-    def _warm_up(self, candidate: Candidate, sets: list[InputSet], timing: TimingPlan) -> float:
-        spent, times = 0.0, []
-        while len(times) < 2 or (spent < timing.warmup_s and len(times) < 50):
-            bufs = sets[len(times) % len(sets)]
+    def _warm_up(self, candidate: Candidate, sets: list[InputSet],
+                 timing: TimingPlan) -> list[CallResult]:
+        spent, calls = 0.0, []
+        while len(calls) < 2 or (spent < timing.warmup_s and len(calls) < 50):
+            bufs = sets[len(calls) % len(sets)]
             self._freshen(bufs)
-            result = self._call(candidate, bufs, "profile", "warm-up", deferred=True)
-            times.append(result.reported_s)
-            spent += result.wall_s
+            calls.append(self._call(candidate, bufs, "profile", "warm-up", deferred=True))
+            spent += calls[-1].wall_s
         self._settle()
-        return max(float(np.median(times)), 1e-9)
+        return calls
 
     def profile(self, candidate: Candidate, timing: TimingPlan) -> dict[str, Any] | Failure:
         try:
             self.progress("profile", "laying out rotated input sets")
             sets = self.timing_sets(timing)
-            estimate = self._warm_up(candidate, sets, timing)
+            warm = self._warm_up(candidate, sets, timing)
+            estimate = max(float(np.median([c.reported_s for c in warm])), 1e-9)
             reps = int(min(timing.max_reps, max(1, round(timing.target_trial_s / estimate))))
+            calibration = _Calibration(self, sets, timing.trials * reps, [calibration_seconds(warm)])
             reservoir = _Reservoir(_KEPT_TIMED_CALLS, self._rng)
             aside = self._aside(sets[0])
             calls: list[CallResult] = []
@@ -359,9 +362,10 @@ class TrustedSession:
                     bufs = sets[index % len(sets)]
                     calls.append(self._timed(candidate, bufs, self._freshen(bufs), reservoir, aside,
                                              index, "profile"))
+                    calibration.after(index)
                 self._settle()
-            gaps = self._calibrate(calibration_seconds(calls), sets)
-            times, clocks = trusted_times(calls, gaps, self.threads, self.device.async_streams)
+            times, clock = trusted_times(calls, calibration.gaps[0], self.threads,
+                                         self.device.async_streams)
             failure = self._verify_kept(reservoir, aside, lambda i: f"timed call {i}")
             if failure:
                 return failure
@@ -374,41 +378,39 @@ class TrustedSession:
                 "min_s": min(min(t) for t in trials),
                 "wall_median_s": float(np.median([c.wall_s for c in calls])),
                 "input_sets": len(sets), "footprint_bytes": footprint(self.workload, sets),
-                "threads": self.threads, "clock_allowance_s": clocks["allowance_s"],
-                "clock_raised_share": clocks["raised_share"]}
+                "threads": self.threads, "clock": clock.model_dump()}
 
-    def _calibrate(self, seconds: float, sets: list[InputSet]) -> np.ndarray:
-        """Gaps between our clock and our calibration kernel's, over calls that each get the same
-        work on our side as a timed call does, on the same input sets."""
+    def _calibration_gap(self, seconds: float, bufs: InputSet) -> float:
+        """One call of our calibration kernel, given the same work on our side as a timed call:
+        how far its clock read short of ours."""
         if self._spin is None:
             self._spin_outputs = self.device.arena(self._out_bytes, "calibration")
             self._spin = self._make_spin(self.inputs, self._spin_outputs)
-        aside = self._aside(sets[0])[-1]
-        gaps = []
-        for index in range(calibration_calls(seconds)):
-            bufs = sets[index % len(sets)]
-            self._freshen(bufs)
-            self._poison(bufs, self._spin_outputs)
-            self.device.flush_cache()
-            self.device.synchronize()
-            sizes = [v.nbytes for v in bufs.inputs] + [o.nbytes for o in bufs.outputs]
-            result = self._spin.call(bufs.in_offsets, [o.offset for o in bufs.outputs],
-                                     [len(bufs.inputs), len(bufs.outputs), *sizes], [seconds],
-                                     "profile: calibrating the clocks")
-            self._device_checks(bufs, self._spin_outputs, "")  # the same work, nothing to judge
-            for sink, view in zip(aside, self._output_views(bufs, self._spin_outputs), strict=True):
-                self.device.copy_into(sink, view)
-            gaps.append(result.wall_s - result.reported_s)
-        return np.asarray(gaps)
+            self._spin_aside = self._aside(bufs)[-1]
+        self._freshen(bufs)
+        self._poison(bufs, self._spin_outputs)
+        self.device.flush_cache()
+        self.device.synchronize()
+        sizes = [v.nbytes for v in bufs.inputs] + [o.nbytes for o in bufs.outputs]
+        result = self._spin.call(bufs.in_offsets, [o.offset for o in bufs.outputs],
+                                 [len(bufs.inputs), len(bufs.outputs), *sizes], [seconds],
+                                 "profile: calibrating the clocks")
+        self._device_checks(bufs, self._spin_outputs, "")  # the same work, nothing to judge
+        views = self._output_views(bufs, self._spin_outputs)
+        for sink, view in zip(self._spin_aside, views, strict=True):
+            self.device.copy_into(sink, view)
+        return result.wall_s - result.reported_s
 
     def paired_times(self, a: Candidate, b: Candidate, timing: TimingPlan) -> Any:
-        """Interleaved A/B samples (ABBA) on the same fresh inputs, each its own outputs; the
-        pairs to verify are kept by a reservoir over all of them."""
+        """Interleaved A/B samples (ABBA) on the same fresh inputs, each its own outputs, and
+        the clock check of each side; the pairs to verify are kept by a reservoir over all."""
         try:
             self.progress("compare", "laying out rotated input sets")
             sets = self.timing_sets(timing)
-            each = self._warm_up(a, sets, timing) + self._warm_up(b, sets, timing)
+            warm = [self._warm_up(c, sets, timing) for c in (a, b)]
+            each = sum(float(np.median([c.reported_s for c in w])) for w in warm)
             pairs = int(min(timing.max_pairs, max(timing.min_pairs, timing.compare_s / each)))
+            calibration = _Calibration(self, sets, pairs, [calibration_seconds(w) for w in warm])
             reservoirs = {id(a): _Reservoir(_KEPT_TIMED_CALLS // 2, self._rng),
                           id(b): _Reservoir(_KEPT_TIMED_CALLS // 2, self._rng)}
             asides = {id(a): self._aside(sets[0]), id(b): self._aside(sets[0])}
@@ -424,12 +426,10 @@ class TrustedSession:
                     calls[id(candidate)].append(self._timed(
                         candidate, bufs, drawn, reservoirs[id(candidate)], asides[id(candidate)],
                         index, "compare"))
+                calibration.after(index)
             self._settle()
-            times = {}
-            for candidate in (a, b):
-                gaps = self._calibrate(calibration_seconds(calls[id(candidate)]), sets)
-                times[id(candidate)] = trusted_times(calls[id(candidate)], gaps, self.threads,
-                                                     self.device.async_streams)[0]
+            times, clocks = paired_times((calls[id(a)], calls[id(b)]), tuple(calibration.gaps),
+                                         self.threads, self.device.async_streams)
             failure = None
             for role, candidate in (("baseline", a), ("candidate", b)):
                 failure = failure or self._verify_kept(
@@ -439,7 +439,31 @@ class TrustedSession:
                 return failure
         except CandidateFailed as exc:
             return exc.outcome, exc.reason
-        return times[id(a)], times[id(b)]
+        return times, clocks
+
+
+class _Calibration:
+    """Calibration calls spread evenly among the timed calls, one series per duration, so the
+    gap they measure is the gap of the same minutes: measured after the timed calls, it drifted
+    from theirs by up to 30 us on the H200 (a 0.14 ms kernel's clock was believed in one
+    re-measurement and not in the next)."""
+
+    def __init__(self, session: TrustedSession, sets: list[InputSet], timed_calls: int,
+                 durations: list[float]) -> None:
+        self.session, self.sets, self.durations = session, sets, durations
+        self.gaps: list[np.ndarray] = [np.empty(0) for _ in durations]
+        spaced = (np.linspace(0, timed_calls - 1, calibration_calls(s)).round() for s in durations)
+        self.due = [Counter(points.astype(int).tolist()) for points in spaced]
+        self.made = 0
+
+    def after(self, index: int) -> None:
+        """The calibration calls due after timed call (or pair) ``index``."""
+        for series, (seconds, due) in enumerate(zip(self.durations, self.due, strict=True)):
+            for _ in range(due.get(index, 0)):
+                bufs = self.sets[self.made % len(self.sets)]
+                self.made += 1
+                gap = self.session._calibration_gap(seconds, bufs)
+                self.gaps[series] = np.append(self.gaps[series], gap)
 
 
 def _canary_regions(out: Output) -> tuple[tuple[int, int], tuple[int, int]]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-__all__ = ["Comparison", "GateReport", "SpeedOfLight", "StageResult", "TimingStats", "Verdict"]
+__all__ = ["ClockCheck", "Comparison", "GateReport", "SpeedOfLight", "StageResult", "TimingStats", "Verdict"]
 
 SCHEMA_VERSION = 1
 
@@ -43,6 +43,21 @@ class StageResult(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
+class ClockCheck(BaseModel):
+    """Whether a runner's own clock was believed: how far it read short of the trusted side's
+    round trip (its gap), against how far the trusted calibration kernel's clock did."""
+
+    gap_s: float = Field(description="Median of (trusted round trip - the runner's reading)")
+    calibration_gap_s: float = Field(description="The same median for the calibration kernel")
+    allowance_s: float = Field(
+        description="The largest gap believed: the calibration's + 3 standard errors of the two "
+        "medians' difference + 2% of the runner's median reading")
+    believed: bool = Field(description="gap_s <= allowance_s")
+    raised_share: float = Field(
+        description="Share of calls timed by the trusted clock (round trip less the calibration "
+        "gap) instead of the runner's own: 0 when its clock was used")
+
+
 class TimingStats(BaseModel):
     """Median of trial medians, with the spread across trials."""
 
@@ -56,14 +71,7 @@ class TimingStats(BaseModel):
     input_sets: int
     footprint_bytes: int = Field(description="Bytes of all rotated input and output sets")
     threads: int | None = None
-    clock_allowance_s: float | None = Field(
-        default=None, description="How far the candidate's clock may read short of the trusted "
-        "side's round trip and be believed: the calibration kernel's median gap + 3 standard errors "
-        "of the two medians' difference + 2%")
-    clock_raised_share: float | None = Field(
-        default=None, description="Share of timed calls timed by the trusted clock instead of "
-        "their own (0 when the candidate's clock was believed: its median call read short of "
-        "the trusted one by no more than the allowance)")
+    clock: ClockCheck | None = None
 
 
 class SpeedOfLight(BaseModel):
@@ -98,6 +106,10 @@ class Comparison(BaseModel):
     confidence: float = 0.95
     baseline_median_s: float | None = None
     candidate_median_s: float | None = None
+    baseline_clock: ClockCheck | None = None
+    candidate_clock: ClockCheck | None = Field(
+        default=None, description="Both sides are timed by one clock: the runners' own when "
+        "both were believed, else the trusted one for both")
 
 
 class GateReport(BaseModel):

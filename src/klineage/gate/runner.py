@@ -248,7 +248,8 @@ def _paired(run: _Run, build: BuildResult, baseline: KernelSpec) -> Comparison:
     return Comparison(baseline=baseline.name, candidate=run.kernel.name, ratio=data["ratio"],
                       ci_low=data["ci_low"], ci_high=data["ci_high"], pairs=data["pairs"],
                       decision=data["decision"], baseline_median_s=data["baseline_median_s"],
-                      candidate_median_s=data["candidate_median_s"])
+                      candidate_median_s=data["candidate_median_s"],
+                      baseline_clock=data["baseline_clock"], candidate_clock=data["candidate_clock"])
 
 
 def compare_kernels(
