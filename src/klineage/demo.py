@@ -14,12 +14,13 @@ for any run.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
+
+from pydantic import Field
 
 from klineage.bench import bench
 from klineage.errors import ConfigError
@@ -27,8 +28,7 @@ from klineage.gate import GateOptions
 from klineage.mine import MineOptions, mine
 from klineage.optimize import OptimizeOptions, optimize
 from klineage.report import write_report
-from klineage.runs import Budget, Event, RunDir
-from klineage.runs.rundir import write_atomic
+from klineage.runs import Budget, Event, Run, RunMeta
 from klineage.skills.library import Library
 from klineage.workload import load_kernel, load_workload
 
@@ -54,6 +54,14 @@ def default_examples() -> Path:
     return Path(__file__).resolve().parents[2] / "examples" / "workloads" / "cpu"
 
 
+class DemoMeta(RunMeta):
+    kind: Literal["demo"] = "demo"
+    examples: str
+    backend: str | None = None
+    children: list[str] = Field(default_factory=list)
+    """The runs the demo made, relative to its folder, as each finishes."""
+
+
 class DemoFinished(Event):
     event: Literal["demo_finished"] = "demo_finished"
     result: dict[str, Any]
@@ -76,8 +84,10 @@ class DemoResult:
 
 
 def run_demo(examples: Path | None = None, runs_root: Path = Path("runs"),
-             say: SayFn | None = None, step: StepFn | None = None) -> DemoResult:
-    """Run the demo; ``say`` gets progress lines, ``step`` is called as each stage starts."""
+             say: SayFn | None = None, step: StepFn | None = None,
+             backend: str | None = None) -> DemoResult:
+    """Run the demo; ``say`` gets progress lines, ``step`` is called as each stage starts.
+    ``backend``: every gate on this backend (``null``: the whole demo without a compiler)."""
     folder = examples or default_examples()
     missing = [n for n in (*MINED, TARGET) if not (folder / n / "workload.toml").is_file()]
     if missing:
@@ -85,14 +95,14 @@ def run_demo(examples: Path | None = None, runs_root: Path = Path("runs"),
                           f"source checkout, or pass --examples)")
     say, step = say or (lambda _: None), step or (lambda _: None)
     started = time.monotonic()
-    run = RunDir.create(runs_root, "demo", "cpu", {"children": [], "examples": str(folder)})
+    gate = replace(GATE, backend=backend)
+    run = Run.create(runs_root, DemoMeta(name="cpu", sizing="quick", examples=str(folder),
+                                         backend=backend, budget=Budget.parse(BUDGET)))
     result = DemoResult(run=run.path)
     library_path = run.path / "library"
-    children: list[str] = []
 
     def child_done(path: Path) -> None:
-        children.append(str(path.relative_to(run.path)))
-        write_atomic(run.path / "run.json", json.dumps({**run.meta, "children": children}, indent=2))
+        run.update_record(children=[*run.record.children, str(path.relative_to(run.path))])
 
     held_out = tuple(p for p in sorted(folder.iterdir())
                      if (p / "kernels" / "naive").is_dir() and p.name != TARGET)
@@ -100,7 +110,7 @@ def run_demo(examples: Path | None = None, runs_root: Path = Path("runs"),
         step(f"mining {name}")
         workload = load_workload(folder / name, quick=True)
         contexts = tuple(p for p in held_out if p.name != name)
-        options = MineOptions(gate=GATE, max_trials=ADMISSION_TRIALS, admit_on=contexts)
+        options = MineOptions(gate=gate, max_trials=ADMISSION_TRIALS, admit_on=contexts)
         mined = mine(workload, load_kernel(workload, "expert"), run.path / "runs", library_path,
                      options, say=lambda line, n=name: say(f"mine {n}: {line}"))
         result.mined.append(mined.summary())
@@ -109,7 +119,7 @@ def run_demo(examples: Path | None = None, runs_root: Path = Path("runs"),
     library = Library.open(library_path, create=True)
     target = load_workload(folder / TARGET, quick=True)
     step(f"optimizing {TARGET}/naive")
-    options = OptimizeOptions(budget=Budget.parse(BUDGET), gate=GATE)
+    options = OptimizeOptions(budget=Budget.parse(BUDGET), gate=gate)
     optimized = optimize(target, load_kernel(target, "naive"), library, options,
                          runs_root=run.path / "runs", say=lambda line: say(f"optimize {TARGET}: {line}"))
     result.optimized = {"run": str(optimized.run.path), "best_speedup": optimized.best_speedup,

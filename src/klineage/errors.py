@@ -8,7 +8,8 @@
     ├── BackendUnavailableError   the backend cannot run here (no GPU, no torch, ...)
     ├── LibraryError              a skill library is missing or damaged, or a skill id is unknown
     ├── WorkerError               the gate broke in a way no candidate caused (a klineage bug)
-    └── BrainError                a brain (LLM API, agent CLI, cassette) cannot be used or reached
+    ├── BrainError                a brain (LLM API, agent CLI, cassette) cannot be used or reached
+    └── RunStopped                a run was stopped by Ctrl-C: it is kept, and can be resumed
 
 A candidate kernel that fails (does not compile, is wrong, crashes, hangs, cheats) is *not* an
 error: it is a verdict in a GateReport (see ``klineage.gate.report.Verdict``).
@@ -23,6 +24,7 @@ __all__ = [
     "DegenerateWorkloadError",
     "KlineageError",
     "LibraryError",
+    "RunStopped",
     "ToolchainError",
     "WorkerError",
     "WorkloadError",
@@ -65,3 +67,13 @@ class BrainError(KlineageError):
     """A brain cannot be used: server unreachable, key refused, model unknown, cassette miss.
 
     An unusable *answer* is not an error: it is a failed proposal (``Answer.failures``)."""
+
+
+class RunStopped(KlineageError):
+    """A run stopped before its end and was kept; the message says where and how to resume.
+    ``interrupted``: stopped by Ctrl-C (the command exits 130, as an interrupted program does).
+    A brain that cannot go on stops a run too, as a ``BrainError`` saying the same."""
+
+    def __init__(self, message: str, interrupted: bool = False):
+        super().__init__(message)
+        self.interrupted = interrupted

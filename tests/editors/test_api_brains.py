@@ -118,16 +118,14 @@ def test_materialize_sends_the_whole_card_and_improve_its_memory(name, fake_llm)
 
 
 def test_admission_asks_an_llm_again_with_the_compiler_errors(fake_llm, quick, tmp_path):
-    from klineage.gate import GateSession
-    from klineage.runs import RunDir
+    from klineage.runs import Run, RunMeta
     from klineage.skills.admission import Context, admit
     from skills.conftest import omp_card
 
     workload = load_workload(FIXTURES / "axpy")
     plain = KernelState.from_spec(load_kernel(workload, "plain"))
-    run = RunDir.create(tmp_path, "test", "axpy", {})
-    context = Context(workload=workload, state=plain, label="axpy/plain",
-                      gate=GateSession(run, workload, quick))
+    run = Run.create(tmp_path, RunMeta(kind="test", name="axpy"))
+    context = Context(workload=workload, state=plain, label="axpy/plain", gate=run.gate(workload, quick))
     fake_llm.script.append(Action("answer", "FEATURE: omp_parallel\n```c\nint kl_launch( {\n```"))
     card = admit(omp_card(admitted=False), [context], get_editor("openai", config_for(fake_llm.url)))
     assert len(fake_llm.requests) == 2

@@ -15,7 +15,7 @@ from editors.fake_llm import FakeLLM, rules_brain
 from klineage.errors import BrainError
 from klineage.lineage import ProposalRejected, StepAccepted, WalkLimits
 from klineage.mine import MineOptions, mine
-from klineage.runs import Budget, Charge, RunDir
+from klineage.runs import Budget, BudgetChanged, Charge, RunDir
 from klineage.workload import load_kernel, load_workload
 
 
@@ -94,7 +94,8 @@ def test_server_down_mid_run_keeps_the_run_and_resume_finishes(tmp_path, quick):
         return rules_brain(prompt)
 
     server.brain = brain_then_vanish
-    with pytest.raises(BrainError, match=r"cannot reach the brain.*continue it with --resume") as info:
+    with pytest.raises(BrainError,
+                       match=r"cannot reach the brain.*continue it with klineage mine \S+ --resume") as info:
         _mine(tmp_path, _options(quick, server.url, brain="openai", admit_on=()))
     run_path = info.value.args[0].rsplit("--resume ", 1)[1]
     events = [json.loads(line) for line in Path(run_path, "events.jsonl").read_text().splitlines()]
@@ -123,9 +124,12 @@ def test_anthropic_mine_stops_at_its_budget_and_resume_finishes_it(tmp_path, qui
     assert all("not tried" in note for note in summary["notes"])  # re-derivation waits
     assert len(fake_llm.requests) == 2
 
-    # resumed with no limit: the walk goes on from step 3 and the whole mine finishes
-    second = _mine(tmp_path, _options(quick, fake_llm.url, brain="anthropic", admit_on=()),
-                   resume=first.run.path)
+    # resumed with no limit, given explicitly: the walk goes on from step 3 and the whole mine
+    # finishes; the new budget is an event and is in run.json
+    second = _mine(tmp_path, _options(quick, fake_llm.url, brain="anthropic", admit_on=(),
+                                      budget=Budget()), resume=first.run.path)
+    assert [(e.old, e.new) for e in second.run.events(BudgetChanged)] == [("calls=2", "unlimited")]
+    assert RunDir.open(first.run.path).meta["budget"]["calls"] is None
     _assert_naive_and_charged(second, "anthropic")
     summary = second.summary()
     assert summary["features_removed"][:2] == first.summary()["features_removed"]

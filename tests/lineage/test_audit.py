@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from klineage.editors import EditContext, get_editor
-from klineage.gate import GateOptions, GateSession
+from klineage.gate import GateOptions
 from klineage.lineage import audit_removal
-from klineage.runs import RunDir
+from klineage.runs import Run, RunMeta
 from klineage.source import feature_region
 from klineage.workload import KernelState, load_kernel, load_workload
 
@@ -23,7 +23,7 @@ def test_register_tile_of_the_vector_kernel_goes_with_the_fast_path(tmp_path, mo
     expert = KernelState.from_spec(load_kernel(workload, "expert"))
     answer = get_editor("rules").simplify(expert, EditContext(workload=workload))
     removal = next(p for p in answer.proposals if p.feature == "vectorized_access")
-    gate = GateSession(RunDir.create(tmp_path, "test", "audit", {}), workload, GateOptions())
+    gate = Run.create(tmp_path, RunMeta(kind="test", name="audit")).gate(workload, GateOptions())
 
     problem, nested = audit_removal(gate, expert, removal.state, "vectorized_access")
 

@@ -9,7 +9,15 @@ def test_parse_budget_with_units():
     budget = Budget.parse("gate_runs=40, usd=2.5, wall=10m, tokens=2e6")
     assert (budget.gate_runs, budget.usd, budget.wall_s, budget.tokens) == (40, 2.5, 600.0, 2_000_000)
     assert budget.calls is None
-    assert Budget.parse("").describe() == "unlimited"
+    assert Budget.parse("unlimited").describe() == "unlimited"
+
+
+@pytest.mark.parametrize(("text", "says"), [("", "empty"), ("  ", "empty"),
+                                            ("gate_runs=0", "at least gate_runs=1")])
+def test_a_budget_that_allows_nothing_by_mistake_is_refused(text, says):
+    # "" used to mean unlimited, and gate_runs=0 still spent one gate run on the start kernel.
+    with pytest.raises(ConfigError, match=says):
+        Budget.parse(text)
 
 
 @pytest.mark.parametrize("text", ["gate_runs", "bogus=3", "usd=abc", "gate_runs=4m", "wall=-3"])

@@ -24,16 +24,23 @@ from klineage.bench._fairness import leave_one_out, suite_workloads
 from klineage.bench.records import BenchRecord
 from klineage.errors import ConfigError, KlineageError
 from klineage.gate import GateOptions
-from klineage.gate.session import GateSession
-from klineage.optimize import METHODS, OptimizeOptions, optimize
-from klineage.runs import Event, RunDir
+from klineage.optimize import DEFAULT_BUDGET, METHODS, OptimizeOptions, optimize
+from klineage.runs import Event, Run, RunMeta
 from klineage.skills.library import Library
 from klineage.workload import KernelState, Workload, load_kernel, load_workload
 
-__all__ = ["BenchResult", "bench", "budget_to_fraction", "summarize"]
+__all__ = ["BenchMeta", "BenchResult", "bench", "budget_to_fraction", "summarize"]
 
 SayFn = Callable[[str], None]
 FAILED_SCORE = 1.0
+
+
+class BenchMeta(RunMeta):
+    kind: Literal["bench"] = "bench"
+    suite: str
+    methods: list[str]
+    repeats: int
+    seed: int
 
 
 class BenchRowDone(Event):
@@ -49,7 +56,7 @@ class BenchFinished(Event):
 
 @dataclass
 class BenchResult:
-    run: RunDir
+    run: Run
     record: dict[str, Any]
     """The content of bench.json."""
 
@@ -80,12 +87,18 @@ def bench(suite: Path, library: Library | None, methods: list[str],
                           f"(choose from {', '.join(METHODS)})")
     say = say or (lambda _: None)
     folders = suite_workloads(suite)
+    full_only = [f.name for f in folders if quick and not load_workload(f, quick=True).quick]
+    if full_only:
+        raise ConfigError(f"--quick: {', '.join(full_only)} declare no [quick_axes]; bench without "
+                          f"--quick")
     options = options or OptimizeOptions()
-    budget, brain = options.budget, options.brain
+    budget, brain = options.budget or DEFAULT_BUDGET, options.brain
+    options = replace(options, budget=budget)
     base_seed = seed if seed is not None else secrets.randbits(20)
-    run = RunDir.create(runs_root, "bench", suite.name, {
-        "suite": str(suite), "methods": methods, "budget": budget.describe(), "repeats": repeats,
-        "seed": base_seed, "library": str(library.root) if library else None})
+    run = Run.create(runs_root, BenchMeta(
+        name=suite.name, suite=str(suite), methods=methods, budget=budget, brain=brain,
+        repeats=repeats, seed=base_seed, sizing="quick" if quick else "full",
+        library=str(library.root) if library else None), say=say)
     cards = library.cards() if library is not None else []
     results = []
     for folder in folders:
@@ -118,12 +131,12 @@ def bench(suite: Path, library: Library | None, methods: list[str],
     return BenchResult(run, record)
 
 
-def _expert_times(run: RunDir, workload: Workload, start_spec: Any, expert: str,
+def _expert_times(run: Run, workload: Workload, start_spec: Any, expert: str,
                   options: GateOptions, say: SayFn) -> _Expert:
     if not (workload.root / "kernels" / expert).is_dir():
         return _Expert()
     say(f"{workload.name}: timing the expert against the start kernel (paired)")
-    gate = GateSession(run, workload, options)
+    gate = run.gate(workload, options, progress=lambda s, d: None)
     start_state = KernelState.from_spec(start_spec)
     comparison = gate.compare(start_state, KernelState.from_spec(load_kernel(workload, expert)))
     if comparison.baseline_median_s is None or comparison.candidate_median_s is None:
@@ -131,7 +144,7 @@ def _expert_times(run: RunDir, workload: Workload, start_spec: Any, expert: str,
     return _Expert(comparison.baseline_median_s * 1e3, comparison.candidate_median_s * 1e3)
 
 
-def _private_library(run: RunDir, workload: str, method: str, repeat: int,
+def _private_library(run: Run, workload: str, method: str, repeat: int,
                      cards: list[Any]) -> Library | None:
     if method != "klineage":
         return None

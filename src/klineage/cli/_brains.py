@@ -20,7 +20,8 @@ BrainOpt = Annotated[str | None, typer.Option(
          "KLINEAGE_BRAIN, else rules).")]
 
 BudgetOpt = Annotated[str | None, typer.Option(
-    help="Limits: gate_runs=N,calls=N,tokens=N,usd=X,wall=10m (any subset).")]
+    help="Limits: gate_runs=N,calls=N,tokens=N,usd=X,wall=10m (any subset), or 'unlimited'. "
+         "On --resume: a new budget for the rest of the run (default: the run's own).")]
 ConfigOpt = Annotated[Path | None, typer.Option(
     "--config", help="klineage.toml to use (default: KLINEAGE_CONFIG, else ./klineage.toml).")]
 RecordOpt = Annotated[Path | None, typer.Option(
@@ -33,10 +34,11 @@ def brain_settings(brain: str | None, budget: str | None, config: Path | None,
                    record: Path | None, replay: Path | None,
                    resume: Path | None = None) -> dict[str, Any]:
     """Resolved keyword arguments for MineOptions and OptimizeOptions. A resumed run keeps the
-    brain it was started with unless ``--brain`` says otherwise."""
+    brain it was started with (another ``--brain`` is refused by the resume); ``budget`` None:
+    not given (the command's default, or on resume the run's own)."""
     loaded = load_config(config)
     started_with = RunDir.open(resume).meta.get("brain") if resume else None
     name = brain or started_with or (
         "replay" if replay and loaded.brain.name == "rules" else loaded.brain.name)
-    return {"brain": name, "config": loaded, "budget": Budget.parse(budget or ""),
+    return {"brain": name, "config": loaded, "budget": Budget.parse(budget) if budget is not None else None,
             "record": record, "replay": replay}

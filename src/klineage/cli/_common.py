@@ -5,16 +5,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
-from klineage.errors import KlineageError
+from klineage.errors import ConfigError, KlineageError, RunStopped
+
+if TYPE_CHECKING:
+    from klineage.workload import Workload
 
 __all__ = ["BackendOpt", "JsonOpt", "QuickOpt", "RunsOpt", "ThreadsOpt", "console", "err_console",
-           "new_app", "user_errors"]
+           "exit_status", "new_app", "user_errors", "workload_at"]
 
 console = Console()
 err_console = Console(stderr=True)
@@ -44,4 +47,20 @@ def user_errors() -> Iterator[None]:
         # soft_wrap: a long message stays one line however narrow the terminal is.
         err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), highlight=False,
                           soft_wrap=True)
-        raise typer.Exit(2) from None
+        raise typer.Exit(exit_status(exc)) from None
+
+
+def workload_at(path: Path, quick: bool) -> Workload:
+    """The workload a command was pointed at; ``--quick`` on one without ``[quick_axes]`` is
+    refused (it used to run at the full sizes, silently)."""
+    from klineage.workload import load_workload
+
+    loaded = load_workload(path, quick=quick)
+    if quick and not loaded.quick:
+        raise ConfigError(f"--quick: {path} declares no [quick_axes]; run it without --quick")
+    return loaded
+
+
+def exit_status(exc: KlineageError) -> int:
+    """2 for an error, 130 for a run stopped by Ctrl-C (as for any interrupted program)."""
+    return 130 if isinstance(exc, RunStopped) and exc.interrupted else 2

@@ -21,7 +21,10 @@ from klineage.cli._common import (
     ThreadsOpt,
     console,
     err_console,
+    exit_status,
     new_app,
+    user_errors,
+    workload_at,
 )
 from klineage.cli._render import doctor_table, gate_summary_table, stage_table, verdict_style
 from klineage.errors import ConfigError, KlineageError
@@ -74,9 +77,9 @@ def gate(
 ) -> None:
     """Run the gate on one kernel (or all of a workload's variants)."""
     from klineage.gate import GateOptions, Limits, run_gate
-    from klineage.workload import load_kernel, load_workload
+    from klineage.workload import load_kernel
 
-    loaded = load_workload(workload, quick=quick)
+    loaded = workload_at(workload, quick)
     names = [kernel] if kernel else loaded.kernel_variants()
     if not names:
         raise ConfigError(f"{workload}: no kernels/ variants to gate; name a kernel path")
@@ -158,17 +161,19 @@ def mine(
     from klineage.lineage import WalkLimits
     from klineage.mine import MineOptions
     from klineage.mine import mine as run_mine
-    from klineage.workload import load_kernel, load_workload
+    from klineage.workload import load_kernel
 
-    loaded = load_workload(workload, quick=quick)
-    settings_ = brain_settings(brain, budget, config, record, replay, resume)
-    options = MineOptions(
-        **settings_, limits=WalkLimits(max_steps=max_steps, max_rejections=max_rejections),
-        gate=GateOptions(threads=threads, trials=5, compare_s=2.0, backend=backend),
-        admit_on=tuple(Path(p) for p in admit_on.split(",") if p) if admit_on is not None else None)
-    with console.status("", spinner="dots") as status:
-        result = run_mine(loaded, load_kernel(loaded, expert), runs, library, options, resume,
-                          say=None if as_json else (lambda line: status.update(escape(line))))
+    with user_errors():
+        loaded = workload_at(workload, quick)
+        settings_ = brain_settings(brain, budget, config, record, replay, resume)
+        options = MineOptions(
+            **settings_, limits=WalkLimits(max_steps=max_steps, max_rejections=max_rejections),
+            gate=GateOptions(threads=threads, trials=5, compare_s=2.0, backend=backend),
+            admit_on=tuple(Path(p) for p in admit_on.split(",") if p) if admit_on is not None else None)
+        with console.status("", spinner="dots") as status:
+            kernel = load_kernel(loaded, expert) if resume is None else None  # the run has its own
+            result = run_mine(loaded, kernel, runs, library, options, resume,
+                              say=None if as_json else (lambda line: status.update(escape(line))))
     if as_json:
         print(json.dumps(result.summary(), indent=2))
         return
@@ -198,6 +203,7 @@ def demo(
     examples: Annotated[Path | None, typer.Option(
         help="Folder of CPU example workloads (default: the checkout's examples/workloads/cpu).")] = None,
     runs: Annotated[Path, typer.Option(help="Where the demo's run folder goes.")] = Path("runs"),
+    backend: BackendOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The whole pipeline offline: mine two CPU experts, optimize a third kernel, bench, report."""
@@ -219,7 +225,7 @@ def demo(
             started[0] = True
 
         result = run_demo(examples, runs, say=lambda line: progress.update(
-            task, description=escape(line[-90:])), step=step)
+            task, description=escape(line[-90:])), step=step, backend=backend)
         progress.update(task, advance=1, stage="done", description="")
     if as_json:
         print(json.dumps(result.to_json(), indent=2, default=str))
@@ -272,6 +278,7 @@ def main() -> None:
     try:
         app()
     except KlineageError as exc:
-        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), highlight=False)
-        sys.exit(2)
+        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), highlight=False,
+                          soft_wrap=True)
+        sys.exit(exit_status(exc))
 

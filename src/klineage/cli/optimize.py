@@ -10,8 +10,17 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from klineage.cli._brains import BrainOpt, ConfigOpt, RecordOpt, ReplayOpt, brain_settings
-from klineage.cli._common import BackendOpt, JsonOpt, QuickOpt, RunsOpt, ThreadsOpt, console, user_errors
+from klineage.cli._brains import BrainOpt, BudgetOpt, ConfigOpt, RecordOpt, ReplayOpt, brain_settings
+from klineage.cli._common import (
+    BackendOpt,
+    JsonOpt,
+    QuickOpt,
+    RunsOpt,
+    ThreadsOpt,
+    console,
+    user_errors,
+    workload_at,
+)
 from klineage.errors import ConfigError
 
 __all__ = ["optimize_command", "retrieval_table"]
@@ -23,9 +32,7 @@ def optimize_command(
     workload: Annotated[Path, typer.Argument(help="Workload folder.")],
     start: Annotated[str, typer.Option(help="The kernel to start from.")] = "naive",
     library: Annotated[Path | None, typer.Option(help="Skill library (needed by --method klineage).")] = None,
-    budget: Annotated[str, typer.Option(
-        help="Limits, e.g. gate_runs=8,usd=2,wall=10m (keys: gate_runs, calls, tokens, usd, wall).")]
-        = "gate_runs=8",
+    budget: BudgetOpt = None,
     method: Annotated[str, typer.Option(help="klineage | none | memory | expert-source.")] = "klineage",
     brain: BrainOpt = None,
     config: ConfigOpt = None,
@@ -46,20 +53,21 @@ def optimize_command(
     from klineage.gate import GateOptions
     from klineage.optimize import METHODS, OptimizeOptions, optimize
     from klineage.skills.library import Library
-    from klineage.workload import load_kernel, load_workload
+    from klineage.workload import load_kernel
 
     with user_errors():
         if method not in METHODS:
             raise ConfigError(f"--method: unknown method {method!r} (one of {', '.join(METHODS)})")
         if method == "klineage" and library is None and resume is None:
             raise ConfigError("--method klineage needs --library DIR (a mined skill library)")
-        loaded = load_workload(workload, quick=quick)
+        loaded = workload_at(workload, quick)
         lib = Library.open(library) if library is not None else None
         options = OptimizeOptions(**brain_settings(brain, budget, config, record, replay, resume),
                                   method=method, seed=seed, sol_target=sol_target,
                                   gate=GateOptions(threads=threads, trials=5, compare_s=2.0, backend=backend))
         with console.status("", spinner="dots") as status:
-            result = optimize(loaded, load_kernel(loaded, start), lib, options, runs_root=runs,
+            kernel = load_kernel(loaded, start) if resume is None else None  # the run has its own
+            result = optimize(loaded, kernel, lib, options, runs_root=runs,
                               say=None if as_json else (lambda line: status.update(escape(line))),
                               resume=resume)
     record = result.record

@@ -40,7 +40,7 @@ class GateSession:
         self.progress = progress or (lambda stage, detail: None)
         sizing = {k: v for k, v in asdict(replace(options, profile=False)).items()
                   if k != "secret_seed"}
-        self._key = hashlib.sha256(json.dumps([workload.fingerprint(), sizing], sort_keys=True,
+        self.key = hashlib.sha256(json.dumps([workload.fingerprint(), sizing], sort_keys=True,
                                               default=str).encode()).hexdigest()[:12]
 
     def spec(self, state: KernelState) -> KernelSpec:
@@ -60,7 +60,7 @@ class GateSession:
     def check(self, state: KernelState, profile: bool = False) -> GateReport:
         """Compile + correctness (+ profile); the report is kept next to the state's source."""
         # The same source may be gated against several workloads (admission): key by both.
-        name = f"gate-{self.workload.name}-{self._key}{'-profile' if profile else ''}.json"
+        name = f"gate-{self.workload.name}-{self.key}{'-profile' if profile else ''}.json"
         cached = self.run.state_dir(state.fingerprint) / name
         if cached.is_file():
             return GateReport.model_validate_json(cached.read_text())
@@ -73,7 +73,7 @@ class GateSession:
 
     def compare(self, baseline: KernelState, candidate: KernelState) -> Comparison:
         """Paired timing; ratio = time(candidate) / time(baseline)."""
-        key = f"compare-{self.workload.name}-{self._key}-{baseline.fingerprint}.json"
+        key = f"compare-{self.workload.name}-{self.key}-{baseline.fingerprint}.json"
         cached = self.run.state_dir(candidate.fingerprint) / key
         if cached.is_file():
             return Comparison.model_validate_json(cached.read_text())

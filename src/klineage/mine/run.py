@@ -15,22 +15,29 @@ from typing import Any, Literal
 
 from klineage.config import Config
 from klineage.editors import MeteredEditor, get_editor
-from klineage.errors import BrainError, ConfigError
+from klineage.errors import ConfigError
 from klineage.gate import GateOptions
 from klineage.gate.session import GateSession
 from klineage.lineage.model import Lineage
 from klineage.lineage.rederive import rederive_lineage
 from klineage.lineage.walk import WalkLimits, backward_walk
-from klineage.runs import Budget, Charge, Event, Meter, RunDir, RunInterrupted, Spent
+from klineage.runs import Budget, Event, Run, RunMeta, Spent, check_resume
 from klineage.skills.admission import Context, admit
 from klineage.skills.card import SkillCard
 from klineage.skills.library import Library
 from klineage.skills.lift import lift_lineage
 from klineage.workload import KernelSpec, KernelState, Workload, load_kernel, load_workload
 
-__all__ = ["MineOptions", "MineResult", "default_admission_workloads", "mine"]
+__all__ = ["MineMeta", "MineOptions", "MineResult", "default_admission_workloads", "mine"]
 
 SayFn = Callable[[str], None]
+
+
+class MineMeta(RunMeta):
+    kind: Literal["mine"] = "mine"
+    expert: str
+    expert_state: str
+    """The fingerprint of the expert's state (the walk starts from it)."""
 
 
 class CardAdmitted(Event):
@@ -54,7 +61,8 @@ class MineOptions:
     admit_on: tuple[Path, ...] | None = None
     """Workload folders whose naive kernels are admission contexts (None: the siblings)."""
     max_trials: int = 3
-    budget: Budget = field(default_factory=Budget)
+    budget: Budget | None = None
+    """None: unlimited for a new run; on resume, the budget the run was started with."""
     config: Config | None = None
     """Brain settings (None: ``load_config()``)."""
     record: Path | None = None
@@ -65,7 +73,7 @@ class MineOptions:
 
 @dataclass
 class MineResult:
-    run: RunDir
+    run: Run
     lineage: Lineage
     cards: list[SkillCard]
     notes: list[str]
@@ -100,56 +108,52 @@ def default_admission_workloads(workload: Workload) -> tuple[Path, ...]:
                         and (p / "kernels" / "naive").is_dir()))
 
 
-def mine(workload: Workload, expert: KernelSpec, runs_root: Path, library: Path | None,
+def mine(workload: Workload, expert: KernelSpec | None, runs_root: Path, library: Path | None,
          options: MineOptions = MineOptions(), resume: Path | None = None,
          say: SayFn | None = None) -> MineResult:
-    say = say or (lambda _: None)
+    resumed = check_resume(resume, MineMeta, workload, brain=options.brain,
+                           library=library) if resume else None
     editor = get_editor(options.brain, options.config, record=options.record, replay=options.replay)
-    if resume:
-        run = RunDir.open(resume)
-        if run.meta.get("quick", False) != workload.quick:
-            raise ConfigError(f"{resume}: this run was mined {'with' if run.meta.get('quick') else 'without'}"
-                              f" --quick; resume it the same way")
-        expert_state = KernelState.load(run.state_dir(run.meta["expert_state"]), workload)
-        meter = Meter.resume(options.budget, run.events(Charge), log=run.log)
+    if resume and resumed:
+        run = Run.resume(resume, resumed, options.budget, say)
+        library = library or (Path(resumed.library) if resumed.library else None)
+        expert_state = KernelState.load(run.state_dir(resumed.expert_state), workload)
     else:
+        if expert is None:
+            raise ConfigError("mine: a new run needs an expert kernel")
         expert_state = KernelState.from_spec(expert)
-        run = RunDir.create(runs_root, "mine", workload.name, {
-            "workload": str(workload.root), "expert": expert.name, "brain": options.brain,
-            "expert_state": expert_state.fingerprint, "library": str(library) if library else None,
-            "budget": options.budget.describe(), "quick": workload.quick})
-        meter = Meter(options.budget, log=run.log)
-    brain = MeteredEditor(editor, meter)
-    try:
-        return _mine(workload, expert_state, run, library, options, brain, meter, say)
-    except BrainError as exc:
-        run.log(RunInterrupted(reason=str(exc)))
-        raise BrainError(f"{str(exc).rstrip('.')}. The run is kept: continue it with "
-                         f"--resume {run.path}") from exc
+        run = Run.create(runs_root, MineMeta(
+            **MineMeta.about(workload), expert=expert.name, brain=options.brain,
+            expert_state=expert_state.fingerprint, library=str(library) if library else None,
+            budget=options.budget or Budget()), say=say)
+    brain = MeteredEditor(editor, run.meter)
+    with run.stoppable(f"klineage mine {workload.root} --resume {run.path}"):
+        return _mine(workload, expert_state, run, library, options, brain)
 
 
-def _mine(workload: Workload, expert_state: KernelState, run: RunDir, library: Path | None,
-          options: MineOptions, brain: MeteredEditor, meter: Meter, say: SayFn) -> MineResult:
-    gate = GateSession(run, workload, options.gate, progress=lambda s, d: say(f"{s}: {d}"), meter=meter)
-    lineage = backward_walk(workload, expert_state, brain, gate, run, options.limits, say)
-    lineage = rederive_lineage(workload, lineage, brain, gate, run, say)
+def _mine(workload: Workload, expert_state: KernelState, run: Run, library: Path | None,
+          options: MineOptions, brain: MeteredEditor) -> MineResult:
+    gate = run.gate(workload, options.gate)
+    lineage = backward_walk(workload, expert_state, brain, gate, run, options.limits, run.say)
+    lineage = rederive_lineage(workload, lineage, brain, gate, run, run.say)
     speedup = _lineage_speedup(gate, run, workload, lineage, expert_state)
     run.write_json("lineage.json", lineage.model_dump(mode="json"))
     cards, notes = lift_lineage(lineage, workload, brain)
-    cards = _admit_all(run, cards, _contexts(run, workload, options, meter), brain, options, say)
+    cards = _admit_all(run, cards, _contexts(run, workload, options), brain, options, run.say)
     run_library = Library.open(run.path, create=True)  # runs/<id>/skills/<card id>/
     for card in cards:
         run_library.add(card)
     if library is not None:
         shared = Library.open(library, create=True)
         cards = [shared.add(card) for card in cards]
-    result = MineResult(run, lineage, cards, notes, speedup, library, meter.spent, meter.exhausted())
+    result = MineResult(run, lineage, cards, notes, speedup, library, run.meter.spent,
+                        run.meter.exhausted())
     run.write_json("summary.json", result.summary())
     run.log(MineFinished(summary=result.summary()))
     return result
 
 
-def _lineage_speedup(gate: GateSession, run: RunDir, workload: Workload, lineage: Lineage,
+def _lineage_speedup(gate: GateSession, run: Run, workload: Workload, lineage: Lineage,
                      expert: KernelState) -> float | None:
     if not lineage.transitions:
         return None
@@ -157,18 +161,18 @@ def _lineage_speedup(gate: GateSession, run: RunDir, workload: Workload, lineage
     return 1 / gate.compare(final, expert).ratio
 
 
-def _contexts(run: RunDir, workload: Workload, options: MineOptions, meter: Meter) -> list[Context]:
+def _contexts(run: Run, workload: Workload, options: MineOptions) -> list[Context]:
     folders = options.admit_on if options.admit_on is not None else default_admission_workloads(workload)
     contexts = []
     for folder in folders:
         other = load_workload(folder, quick=workload.quick)  # held-out contexts at the same sizing
         naive = KernelState.from_spec(load_kernel(other, "naive"))
         contexts.append(Context(workload=other, state=naive, label=f"{other.name}/naive",
-                                gate=GateSession(run, other, options.gate, meter=meter)))
+                                gate=run.gate(other, options.gate, progress=lambda s, d: None)))
     return contexts
 
 
-def _admit_all(run: RunDir, cards: list[SkillCard], contexts: list[Context], brain: MeteredEditor,
+def _admit_all(run: Run, cards: list[SkillCard], contexts: list[Context], brain: MeteredEditor,
                options: MineOptions, say: SayFn) -> list[SkillCard]:
     done = {e.card.id: e.card for e in run.events(CardAdmitted)}
     result = []

@@ -2,8 +2,10 @@
 gate within a budget, keep the best; and the baselines it is benchmarked against."""
 
 from klineage.optimize.loop import (
+    DEFAULT_BUDGET,
     CandidateGated,
     OptimizeFinished,
+    OptimizeMeta,
     OptimizeOptions,
     OptimizeResult,
     StartGated,
@@ -13,10 +15,12 @@ from klineage.optimize.loop import (
 from klineage.optimize.methods import METHODS, MethodInputs
 
 __all__ = [
+    "DEFAULT_BUDGET",
     "METHODS",
     "CandidateGated",
     "MethodInputs",
     "OptimizeFinished",
+    "OptimizeMeta",
     "OptimizeOptions",
     "OptimizeResult",
     "StartGated",

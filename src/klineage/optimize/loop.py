@@ -15,24 +15,34 @@ from pathlib import Path
 from typing import Any, Literal
 
 from klineage.config import Config
-from klineage.editors import MeteredEditor, get_editor
+from klineage.editors import Editor, MeteredEditor, get_editor
+from klineage.errors import ConfigError
 from klineage.gate import GateOptions, GateReport
-from klineage.gate.session import GateSession
 from klineage.optimize._context import expert_sources, memory_pairs
-from klineage.optimize.methods import Candidate, KlineageMethod, Method, MethodInputs, make_method
+from klineage.optimize.methods import METHODS, Candidate, KlineageMethod, Method, MethodInputs, make_method
 from klineage.optimize.records import OptimizeRecord
-from klineage.runs import Budget, Charge, Event, Meter, RunDir
+from klineage.runs import Budget, Event, Run, RunMeta, check_resume
 from klineage.skills.card import Trial
 from klineage.skills.library import Library
 from klineage.skills.retrieval import Choice
 from klineage.source import unified_diff
 from klineage.workload import KernelSpec, KernelState, Workload
 
-__all__ = ["CandidateGated", "OptimizeFinished", "OptimizeOptions", "OptimizeResult", "StartGated",
-           "default_inputs", "optimize"]
+__all__ = ["CandidateGated", "OptimizeFinished", "OptimizeMeta", "OptimizeOptions", "OptimizeResult",
+           "StartGated", "default_inputs", "optimize"]
 
 SayFn = Callable[[str], None]
 RESULT_FILE = "optimize.json"
+DEFAULT_BUDGET = Budget(gate_runs=8)
+
+
+class OptimizeMeta(RunMeta):
+    kind: Literal["optimize"] = "optimize"
+    start: str
+    start_state: str
+    method: str
+    seed: int
+    sol_target: float
 
 
 class StartGated(Event):
@@ -75,7 +85,7 @@ class OptimizeFinished(Event):
 
 @dataclass
 class OptimizeResult:
-    run: RunDir
+    run: Run
     record: dict[str, Any]
     """The content of optimize.json."""
     best: KernelState
@@ -106,7 +116,8 @@ class OptimizeOptions:
     method: str = "klineage"
     """klineage | none | memory | expert-source."""
     brain: str = "rules"
-    budget: Budget = field(default_factory=lambda: Budget(gate_runs=8))
+    budget: Budget | None = None
+    """None: ``DEFAULT_BUDGET`` for a new run; on resume, the budget the run was started with."""
     seed: int = 0
     """Seed of the baselines' random order."""
     sol_target: float = 0.9
@@ -119,47 +130,55 @@ class OptimizeOptions:
     """Answer every LLM request from this cassette, offline."""
 
 
-def optimize(workload: Workload, start: KernelSpec, library: Library | None,
+def optimize(workload: Workload, start: KernelSpec | None, library: Library | None,
              options: OptimizeOptions | None = None, runs_root: Path = Path("runs"),
              say: SayFn | None = None, resume: Path | None = None,
              inputs: MethodInputs | None = None) -> OptimizeResult:
-    """Run (or resume) one optimization; returns the record written to ``optimize.json``."""
+    """Run (or resume) one optimization; returns the record written to ``optimize.json``.
+    A resumed run keeps its method, seed, speed-of-light target and (unless ``library`` is
+    given, which must then be the same) its library."""
     options = options or OptimizeOptions()
-    if resume is not None:
-        run = RunDir.open(resume)
-        meta = run.meta
-        options = replace(options, budget=Budget(**meta["budget"]), brain=meta["brain"],
-                          method=meta["method"], seed=meta["seed"], sol_target=meta["sol_target"])
-        start_state = KernelState.load(run.state_dir(meta["start_state"]), workload)
-        if library is None and meta.get("library"):
-            library = Library.open(meta["library"])
+    say = say or (lambda _: None)
+    resumed = check_resume(resume, OptimizeMeta, workload, brain=options.brain,
+                           library=library.root if library else None) if resume else None
+    editor = get_editor(options.brain, options.config, record=options.record, replay=options.replay)
+    if resume and resumed:
+        run = Run.resume(resume, resumed, options.budget, say)
+        options = replace(options, method=resumed.method, seed=resumed.seed,
+                          sol_target=resumed.sol_target)
+        start_state = KernelState.load(run.state_dir(resumed.start_state), workload)
+        if library is None and resumed.library:
+            library = Library.open(resumed.library)
     else:
+        if start is None:
+            raise ConfigError("optimize: a new run needs a start kernel")
         start_state = KernelState.from_spec(start)
-        run = RunDir.create(runs_root, "optimize", workload.name, {
-            "workload": str(workload.root), "start": start.name, "method": options.method,
-            "brain": options.brain, "budget": options.budget.__dict__, "seed": options.seed,
-            "sol_target": options.sol_target,
-            "library": str(library.root) if library else None, "start_state": start_state.fingerprint})
+        if options.method not in METHODS:
+            raise ConfigError(f"--method: unknown method {options.method!r} (one of {', '.join(METHODS)})")
+        run = Run.create(runs_root, OptimizeMeta(
+            **OptimizeMeta.about(workload), start=start.name, start_state=start_state.fingerprint,
+            method=options.method, brain=options.brain, budget=options.budget or DEFAULT_BUDGET,
+            seed=options.seed, sol_target=options.sol_target,
+            library=str(library.root) if library else None), say=say)
         start_state.materialize(run.state_dir(start_state.fingerprint), workload)
-    loop = _Loop(run, workload, start_state, library, options, say or (lambda _: None),
+    loop = _Loop(run, workload, start_state, library, options, editor,
                  inputs if inputs is not None else default_inputs(workload, library, runs_root))
-    return loop.run_to_end()
+    with run.stoppable(f"klineage optimize {workload.root} --resume {run.path}"):
+        return loop.run_to_end()
 
 
 class _Loop:
-    def __init__(self, run: RunDir, workload: Workload, start: KernelState, library: Library | None,
-                 options: OptimizeOptions, say: SayFn, inputs: MethodInputs):
+    def __init__(self, run: Run, workload: Workload, start: KernelState, library: Library | None,
+                 options: OptimizeOptions, editor: Editor, inputs: MethodInputs):
         self.run, self.workload, self.start, self.library = run, workload, start, library
-        self.sol_target, self.say = options.sol_target, say
-        self.meter = Meter.resume(options.budget, run.events(Charge), log=run.log)
-        self.gate = GateSession(run, workload, options.gate, meter=self.meter,
-                                progress=lambda stage, detail: say(f"{stage}: {detail}"))
-        self.brain = MeteredEditor(get_editor(options.brain, options.config, record=options.record,
-                                              replay=options.replay), self.meter)
-        method, brain, budget, seed = options.method, options.brain, options.budget, options.seed
-        self.method: Method = make_method(method, self.brain, workload, inputs, seed)
-        self.meta = {"workload": workload.name, "start": run.meta["start"], "method": method,
-                     "brain": brain, "budget": budget.describe(), "seed": seed}
+        self.sol_target, self.say = options.sol_target, run.say
+        self.meter = run.meter
+        self.gate = run.gate(workload, options.gate)
+        self.brain = MeteredEditor(editor, self.meter)
+        self.method: Method = make_method(options.method, self.brain, workload, inputs, options.seed)
+        meta = run.record
+        self.meta = {"workload": workload.name, "start": meta.start, "method": meta.method,
+                     "brain": meta.brain, "budget": meta.budget.describe(), "seed": meta.seed}
         self._replay()
 
     def _replay(self) -> None:
@@ -270,7 +289,7 @@ class _Loop:
             return
         card = next((c for c in self.method.inputs.cards if c.id == candidate.skill), None)
         held_out = card is None or self.workload.name not in {e.workload for e in card.effect}
-        trial = Trial(target=f"{self.workload.name}/{self.run.meta['start']}", held_out=held_out,
+        trial = Trial(target=f"{self.workload.name}/{self.run.record.start}", held_out=held_out,
                       verdict=verdict, effect_observed=effect, reason=reason)
         self.library.record_trial(candidate.skill, trial)
 

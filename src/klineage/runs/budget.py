@@ -53,7 +53,13 @@ class Budget:
 
     @classmethod
     def parse(cls, text: str) -> Budget:
-        """``gate_runs=40,calls=100,tokens=2e6,usd=2.5,wall=10m`` (wall: s, m or h; bare = s)."""
+        """``gate_runs=40,calls=100,tokens=2e6,usd=2.5,wall=10m`` (wall: s, m or h; bare = s), or
+        ``unlimited``. An empty text is refused: it used to mean unlimited, silently."""
+        if text.strip() == "unlimited":
+            return cls()
+        if not text.strip():
+            raise ConfigError("--budget is empty: give KEY=VALUE pairs (gate_runs=8,usd=2,...) "
+                              "or 'unlimited'")
         values: dict[str, Any] = {}
         for part in filter(None, (p.strip() for p in text.split(","))):
             key, sep, raw = part.partition("=")
@@ -62,6 +68,9 @@ class Budget:
                 raise ConfigError(f"--budget: {part!r} is not KEY=VALUE with KEY one of "
                                   f"{', '.join(sorted(set(_KEYS) - {'gates', 'wall_s'}))}")
             values[name] = _parse_value(name, raw.strip(), part)
+        if values.get("gate_runs") == 0:
+            raise ConfigError("--budget: gate_runs=0 allows no gate run, and the start kernel "
+                              "needs one; give at least gate_runs=1")
         return cls(**values)
 
     def describe(self) -> str:

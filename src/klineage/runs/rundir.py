@@ -1,7 +1,8 @@
 """``runs/<id>/{run.json, events.jsonl, states/<fingerprint>/, lineage.json, skills/, report/}``.
 
 ``events.jsonl`` is append-only and fsynced after every event, so a run killed at any point
-(SIGKILL included) loses at most the event being written; a torn last line is ignored on read.
+(SIGKILL included) loses at most the event being written; a torn last line is ignored on read
+and cut off before the next append.
 Everything else in the folder can be rebuilt from the events and the state folders.
 """
 
@@ -13,10 +14,10 @@ import os
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from klineage.errors import ConfigError
-from klineage.runs.events import Event, RunStarted, now
+from klineage.runs.events import Event
 
 E = TypeVar("E", bound=Event)
 
@@ -46,15 +47,6 @@ class RunDir:
         self.path = path
 
     @classmethod
-    def create(cls, root: Path, kind: str, name: str, meta: dict[str, Any]) -> RunDir:
-        run = cls(root / new_run_id(kind, name))
-        (run.path / "states").mkdir(parents=True)
-        write_atomic(run.path / "run.json", json.dumps({"kind": kind, "name": name,
-                                                        "created_at": now(), **meta}, indent=2))
-        run.log(RunStarted(kind=kind, name=name))
-        return run
-
-    @classmethod
     def open(cls, path: Path) -> RunDir:
         run = cls(Path(path))
         if not (run.path / "run.json").is_file() or not (run.path / "events.jsonl").is_file():
@@ -66,9 +58,12 @@ class RunDir:
         return json.loads((self.path / "run.json").read_text())
 
     def log(self, event: E) -> E:
-        """Append one event and fsync it before returning."""
-        with open(self.path / "events.jsonl", "a") as handle:
-            handle.write(json.dumps(event.model_dump(mode="json")) + "\n")  # the format of old runs
+        """Append one event and fsync it before returning. A last line torn by a kill is cut off
+        first: appended onto, it would have swallowed this event too."""
+        line = (json.dumps(event.model_dump(mode="json")) + "\n").encode()  # the format of old runs
+        with open(self.path / "events.jsonl", "a+b") as handle:
+            _cut_torn_tail(handle)
+            handle.write(line)
             handle.flush()
             os.fsync(handle.fileno())
         return event
@@ -99,6 +94,25 @@ class RunDir:
         path = self.path / name
         write_atomic(path, json.dumps(data, indent=2, default=str))
         return path
+
+
+def _cut_torn_tail(handle: BinaryIO) -> None:
+    end = handle.seek(0, os.SEEK_END)
+    if end == 0:
+        return
+    handle.seek(end - 1)
+    if handle.read(1) == b"\n":
+        return
+    keep, step = 0, 1 << 16
+    while end > 0:  # the last newline, read backwards in blocks
+        start = max(0, end - step)
+        handle.seek(start)
+        at = handle.read(end - start).rfind(b"\n")
+        if at >= 0:
+            keep = start + at + 1
+            break
+        end = start
+    handle.truncate(keep)
 
 
 def fingerprint_text(*parts: str) -> str:

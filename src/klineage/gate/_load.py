@@ -1,0 +1,50 @@
+"""How loaded the machine was while something was timed: the CPU that processes other than
+the gate's own used (and, on a VM, the time the hypervisor stole), in cores.
+
+Read from ``/proc/stat`` (every CPU's busy time) less the gate's own CPU time (the trusted
+process and the runners it timed), over the same wall time. On a machine without
+``/proc/stat`` the load is unknown (None) and only the timings' own spread speaks.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+
+__all__ = ["LoadProbe"]
+
+
+def _busy_seconds() -> float | None:
+    try:
+        with open("/proc/stat") as handle:
+            fields = handle.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    # user nice system idle iowait irq softirq steal (guest time is inside user already)
+    ticks = [int(v) for v in fields[1:9]]
+    busy = ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+class LoadProbe:
+    """Started before a timed phase, read after it; ``own`` gives the CPU seconds of the gate's
+    runners so far (their process CPU clocks)."""
+
+    def __init__(self, own: Callable[[], float]):
+        self._own = own
+        self._wall = time.perf_counter()
+        self._busy = _busy_seconds()
+        self._mine = time.process_time() + own()
+
+    def other_cores(self) -> float | None:
+        """Cores' worth of CPU others used since the probe started (None: unknown)."""
+        busy = _busy_seconds()
+        wall = time.perf_counter() - self._wall
+        if busy is None or self._busy is None or wall <= 0:
+            return None
+        mine = time.process_time() + self._own() - self._mine
+        # /proc/stat counts in clock ticks: a short phase reads up to a tick per CPU off.
+        return max(0.0, (busy - self._busy - mine) / wall)
