@@ -63,6 +63,10 @@ def test_schemas_writes_one_json_schema_per_record(tmp_path):
     written = [Path(p) for p in json.loads(proc.stdout)]
     names = {p.name for p in written}
     assert {"gate-report.schema.json", "optimize.schema.json", "bench.schema.json",
-            "event-candidate.schema.json", "event-charge.schema.json"} <= names
+            "event-candidate.schema.json", "event-charge.schema.json", "event-budget_changed.schema.json",
+            "run-mine.schema.json", "run-optimize.schema.json", "run-bench.schema.json",
+            "run-demo.schema.json"} <= names
+    run = json.loads((tmp_path / "schemas" / "run-optimize.schema.json").read_text())
+    assert {"kind", "workload_fingerprint", "sizing", "brain", "library", "budget"} <= set(run["properties"])
     optimize = json.loads((tmp_path / "schemas" / "optimize.schema.json").read_text())
     assert {"steps", "curve", "best_speedup", "stop_reason"} <= set(optimize["properties"])
