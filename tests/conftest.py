@@ -52,6 +52,13 @@ def axpy_copy(tmp_path):
 
 
 @pytest.fixture
+def null_gate():
+    """The null backend (no compiler, exact modeled times): for tests of what a pipeline stage
+    decides and records, not of the gate."""
+    return GateOptions(backend="null", limits=Limits(stall_s=10, memory_bytes=2 << 30))
+
+
+@pytest.fixture
 def quick():
     """Short timing and tight limits: tests check verdicts, never speeds."""
     return GateOptions(trials=3, target_trial_s=0.005, warmup_s=0.01, max_sets=3, compare_s=0.5,

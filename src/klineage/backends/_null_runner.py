@@ -1,7 +1,8 @@
 """The null backend's runner: the gate's runner protocol (``gate/_runner.c``), spoken by Python.
 
 It loads no kernel. Each call computes the workload's reference into the outputs, then waits the
-artifact's modeled time, so a pipeline (walk, optimize, bench, report) can be
+artifact's modeled time and reads out that time alone (the gate does not calibrate a modeled
+backend: the reading is the model's), so a pipeline (walk, optimize, bench, report) can be
 tested end to end without a compiler, in seconds. It is klineage's own code and no sandbox:
 the null backend runs only kernels klineage wrote (tests), never a candidate's machine code.
 
@@ -43,12 +44,13 @@ def main() -> None:
             seconds = params[0] if compute is None else model["seconds"]
             if compute is not None:
                 compute(offsets_in, offsets_out, axes, params)
-            # The modeled time comes on top of computing the reference, the same for every
-            # kernel of a workload, so the model orders kernels whatever numpy costs.
+            # The reading is the modeled time alone, not what numpy took for the reference, so
+            # the model orders kernels exactly; the wait keeps the round trip at least as long.
             deadline = time.perf_counter_ns() + seconds * 1e9
             while time.perf_counter_ns() < deadline:
                 pass  # a busy wait: sleeping would be coarser than the calls it models
-            replies.write(f"R 0 {time.perf_counter_ns() - started}\n")
+            reading = time.perf_counter_ns() - started if compute is None else int(seconds * 1e9)
+            replies.write(f"R 0 {reading}\n")
         elif words[0] == "P":
             replies.write("K\n")  # no guard pages: nothing here is a candidate's
         elif words[0] == "Q":

@@ -18,7 +18,7 @@ import numpy as np
 from klineage.gate.report import ClockCheck
 from klineage.gate.sandbox import CallResult, CandidateFailed
 
-__all__ = ["calibration_calls", "calibration_seconds", "paired_times", "trusted_times"]
+__all__ = ["calibration_calls", "calibration_seconds", "modeled_times", "paired_times", "trusted_times"]
 
 CALIBRATION_CALLS = (11, 41)
 CALIBRATION_S = 0.5
@@ -89,6 +89,15 @@ def paired_times(calls: tuple[list[CallResult], list[CallResult]],
     believed = all(check.believed for *_, check in judged)
     (times_a, check_a), (times_b, check_b) = (_timed_by(*j, believed) for j in judged)
     return (times_a, times_b), (check_a, check_b)
+
+
+def modeled_times(calls: list[CallResult]) -> tuple[list[float], ClockCheck]:
+    """A modeled backend's times: its runner is klineage's own model (it runs no candidate code)
+    and reads out the model's time, which is the time."""
+    reported = [c.reported_s for c in calls]
+    gap = float(np.median([c.wall_s - c.reported_s for c in calls]))
+    return reported, ClockCheck(gap_s=gap, calibration_gap_s=None, allowance_s=None, believed=True,
+                                raised_share=0.0)
 
 
 def _judge(calls: list[CallResult], gaps: np.ndarray, threads: int,

@@ -48,6 +48,9 @@ class TimingPlan(BaseModel):
     max_pairs: int
     seed: int
     """Seeds the bootstrap of a comparison's confidence interval."""
+    modeled: bool = False
+    """The backend's runner is klineage's own model (the null backend): its reading is the
+    model's time, so there is no clock to cross-check and nothing to calibrate."""
 
 
 @dataclass

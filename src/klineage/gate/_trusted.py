@@ -29,7 +29,13 @@ import numpy as np
 
 from klineage.backends._arenas import PAGE
 from klineage.backends.base import Device
-from klineage.gate._clocks import calibration_calls, calibration_seconds, paired_times, trusted_times
+from klineage.gate._clocks import (
+    calibration_calls,
+    calibration_seconds,
+    modeled_times,
+    paired_times,
+    trusted_times,
+)
 from klineage.gate._compare import output_mismatch
 from klineage.gate._layout import (
     CANARY,
@@ -351,7 +357,8 @@ class TrustedSession:
             warm = self._warm_up(candidate, sets, timing)
             estimate = max(float(np.median([c.reported_s for c in warm])), 1e-9)
             reps = int(min(timing.max_reps, max(1, round(timing.target_trial_s / estimate))))
-            calibration = _Calibration(self, sets, timing.trials * reps, [calibration_seconds(warm)])
+            calibration = _Calibration(self, sets, timing.trials * reps,
+                                       [] if timing.modeled else [calibration_seconds(warm)])
             reservoir = _Reservoir(_KEPT_TIMED_CALLS, self._rng)
             aside = self._aside(sets[0])
             calls: list[CallResult] = []
@@ -364,8 +371,8 @@ class TrustedSession:
                                              index, "profile"))
                     calibration.after(index)
                 self._settle()
-            times, clock = trusted_times(calls, calibration.gaps[0], self.threads,
-                                         self.device.async_streams)
+            times, clock = (modeled_times(calls) if timing.modeled else trusted_times(
+                calls, calibration.gaps[0], self.threads, self.device.async_streams))
             failure = self._verify_kept(reservoir, aside, lambda i: f"timed call {i}")
             if failure:
                 return failure
@@ -410,7 +417,8 @@ class TrustedSession:
             warm = [self._warm_up(c, sets, timing) for c in (a, b)]
             each = sum(float(np.median([c.reported_s for c in w])) for w in warm)
             pairs = int(min(timing.max_pairs, max(timing.min_pairs, timing.compare_s / each)))
-            calibration = _Calibration(self, sets, pairs, [calibration_seconds(w) for w in warm])
+            calibration = _Calibration(self, sets, pairs,
+                                       [] if timing.modeled else [calibration_seconds(w) for w in warm])
             reservoirs = {id(a): _Reservoir(_KEPT_TIMED_CALLS // 2, self._rng),
                           id(b): _Reservoir(_KEPT_TIMED_CALLS // 2, self._rng)}
             asides = {id(a): self._aside(sets[0]), id(b): self._aside(sets[0])}
@@ -428,8 +436,12 @@ class TrustedSession:
                         index, "compare"))
                 calibration.after(index)
             self._settle()
-            times, clocks = paired_times((calls[id(a)], calls[id(b)]), tuple(calibration.gaps),
-                                         self.threads, self.device.async_streams)
+            if timing.modeled:
+                (times_a, clock_a), (times_b, clock_b) = (modeled_times(calls[id(c)]) for c in (a, b))
+                times, clocks = (times_a, times_b), (clock_a, clock_b)
+            else:
+                times, clocks = paired_times((calls[id(a)], calls[id(b)]), tuple(calibration.gaps),
+                                             self.threads, self.device.async_streams)
             failure = None
             for role, candidate in (("baseline", a), ("candidate", b)):
                 failure = failure or self._verify_kept(

@@ -48,8 +48,10 @@ class ClockCheck(BaseModel):
     round trip (its gap), against how far the trusted calibration kernel's clock did."""
 
     gap_s: float = Field(description="Median of (trusted round trip - the runner's reading)")
-    calibration_gap_s: float = Field(description="The same median for the calibration kernel")
-    allowance_s: float = Field(
+    calibration_gap_s: float | None = Field(
+        description="The same median for the calibration kernel (None: a modeled backend, whose "
+        "runner's reading is the model's time, is not calibrated)")
+    allowance_s: float | None = Field(
         description="The largest gap believed: the calibration's + 3 standard errors of the two "
         "medians' difference + 2% of the runner's median reading")
     believed: bool = Field(description="gap_s <= allowance_s")

@@ -81,9 +81,9 @@ class _Run:
         unavailable = backend.unavailable_reason()
         if unavailable:
             raise BackendUnavailableError(f"backend {backend.name!r} cannot run here: {unavailable}")
-        if backend.modeled:  # a model has no noise to average: the least timing that decides
-            options = replace(options, trials=2, target_trial_s=0.01, warmup_s=0.01,
-                              compare_s=0.05, min_pairs=6)
+        if backend.modeled:  # a model's reading is exact: the least timing that decides
+            options = replace(options, trials=2, target_trial_s=0.01, warmup_s=0.01, max_reps=3,
+                              compare_s=0.05, min_pairs=6, max_pairs=6)
         self.workload, self.kernel, self.backend, self.options = workload, kernel, backend, options
         self.progress = progress
         self.started = time.perf_counter()
@@ -168,7 +168,8 @@ class _Run:
             max_reps=o.max_reps, min_sets=o.min_sets, max_sets=o.max_sets,
             max_footprint_bytes=o.max_footprint_bytes,
             cache_bytes=self.backend.ceilings(self.threads).cache_bytes, compare_s=o.compare_s,
-            min_pairs=o.min_pairs, max_pairs=o.max_pairs, seed=self.seeds[-1])
+            min_pairs=o.min_pairs, max_pairs=o.max_pairs, seed=self.seeds[-1],
+            modeled=self.backend.modeled)
         return GateJob(mode=mode, threads=self.threads, seeds=self.seeds, check=o.check,
                        profile=o.profile, timing=timing)
 
