@@ -70,3 +70,28 @@ def test_schemas_writes_one_json_schema_per_record(tmp_path):
     assert {"kind", "workload_fingerprint", "sizing", "brain", "library", "budget"} <= set(run["properties"])
     optimize = json.loads((tmp_path / "schemas" / "optimize.schema.json").read_text())
     assert {"steps", "curve", "best_speedup", "stop_reason"} <= set(optimize["properties"])
+
+
+def test_doctor_prints_brackets_as_text():
+    # rich took "[cuda]" in "pip install 'klineage[cuda]'" for markup and printed 'klineage'.
+    from rich.console import Console
+
+    from klineage.cli._render import doctor_table
+
+    console = Console(record=True, width=200)
+    console.print(doctor_table({"cuda backend": "pip install 'klineage[cuda]'"}))
+    assert "pip install 'klineage[cuda]'" in console.export_text()
+
+
+def test_no_help_text_is_cut_off_at_80_columns():
+    # rich cuts a word longer than its column with an ellipsis ("gate_runs=8,usd=2,wal…").
+    from typer.testing import CliRunner
+
+    from klineage.cli import app
+
+    runner = CliRunner(env={"COLUMNS": "80"})
+    for command in (["gate"], ["mine"], ["optimize"], ["bench"], ["demo"], ["report"], ["doctor"],
+                    ["features"], ["schemas"], ["skills", "list"], ["skills", "export"]):
+        result = runner.invoke(app, [*command, "--help"])
+        assert result.exit_code == 0, result.output
+        assert "…" not in result.output, f"klineage {' '.join(command)} --help:\n{result.output}"

@@ -24,7 +24,8 @@ import klineage.workload
 EXPECTED = {
     klineage: ["__version__"],
     klineage.errors: ["BackendUnavailableError", "BrainError", "ConfigError", "DegenerateWorkloadError",
-                      "KlineageError", "LibraryError", "RunStopped", "ToolchainError", "WorkerError",
+                      "KlineageError", "LibraryError", "MachineLoadedError", "RunStopped",
+                      "ToolchainError", "WorkerError",
                       "WorkloadError"],
     klineage.source: ["CATALOGUE", "CATEGORIES", "DEPENDS_ON", "Edit", "FAST_PATH_FEATURES", "FeatureHit",
                       "FeatureInfo", "Site", "compiled_evidence", "detect", "feature_region",

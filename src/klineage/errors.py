@@ -9,6 +9,7 @@
     ├── LibraryError              a skill library is missing or damaged, or a skill id is unknown
     ├── WorkerError               the gate broke in a way no candidate caused (a klineage bug)
     ├── BrainError                a brain (LLM API, agent CLI, cassette) cannot be used or reached
+    ├── MachineLoadedError        timings stayed too noisy to decide (a loaded machine): the run stops
     └── RunStopped                a run was stopped by Ctrl-C: it is kept, and can be resumed
 
 A candidate kernel that fails (does not compile, is wrong, crashes, hangs, cheats) is *not* an
@@ -24,6 +25,7 @@ __all__ = [
     "DegenerateWorkloadError",
     "KlineageError",
     "LibraryError",
+    "MachineLoadedError",
     "RunStopped",
     "ToolchainError",
     "WorkerError",
@@ -67,6 +69,11 @@ class BrainError(KlineageError):
     """A brain cannot be used: server unreachable, key refused, model unknown, cassette miss.
 
     An unusable *answer* is not an error: it is a failed proposal (``Answer.failures``)."""
+
+
+class MachineLoadedError(KlineageError):
+    """A stage needed a time or a comparison and the gate found it unmeasurable, twice: the run
+    stops (and can be resumed on a quiet machine) rather than record noise as a result."""
 
 
 class RunStopped(KlineageError):

@@ -32,6 +32,8 @@ def test_klineage_keeps_the_faster_kernel_and_records_every_candidate(dot, dot_n
     kept = [s for s in steps if s["kept"]]
     assert kept and all(s["verdict"] == "accepted" and s["ratio"] < 1 for s in kept)
     assert all(not s["kept"] for s in steps if s["verdict"] != "accepted")
+    # and every "accepted" step was kept: a correct candidate not faster is "slower"
+    assert all(s["kept"] for s in steps if s["verdict"] == "accepted")
     assert record["best_state"] == kept[-1]["candidate"]
     assert record["best_speedup"] > 1 and record["sol_fraction"] > 0
     best = (result.run.path / "best" / "kernel.c").read_text()

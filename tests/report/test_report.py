@@ -159,3 +159,21 @@ def test_reverse_diff_reads_a_removal_forward():
     assert forward.splitlines() == ["--- b/kernel", "+++ a/kernel", "@@ -3,2 +3,3 @@", " keep",
                                     "-float* y;", "+#pragma omp simd", "+float* restrict y;", " tail"]
     assert reverse_diff(forward) == removal
+
+
+def test_every_speedup_shown_is_the_ratio_of_the_times_beside_it(mine_run, tmp_path):
+    # A mine report once showed three naive → expert numbers, and a card 1.06x beside times
+    # that gave 1.008x: every speedup now comes from the comparison its times come from.
+    html = write_report(mine_run, tmp_path / "out").html.read_text()
+    rows = re.findall(r"<td>([0-9.e+-]+) ms</td><td>([0-9.e+-]+) ms</td><td>([0-9.]+)x</td>", html)
+    assert rows, "no step or effect rows with two times and a speedup"
+
+    def close(speedup: float, before: float, after: float) -> bool:
+        return abs(speedup - before / after) <= 0.006 + 0.002 * speedup  # printed rounding
+
+    for before, after, speedup in rows:
+        assert close(float(speedup), float(before), float(after)), (before, after, speedup)
+    expert, simplest = re.search(r"<dt>expert / simplest</dt><dd>([0-9.e+-]+) ms / ([0-9.e+-]+) ms",
+                                 html).groups()
+    headline = re.search(r"<dt>naive → expert \(paired\)</dt><dd>([0-9.]+)x", html).group(1)
+    assert close(float(headline), float(simplest), float(expert))

@@ -141,3 +141,22 @@ def test_scope_covers_globs_and_empty_lists():
     assert not scope.covers(language="cuda")
     assert not scope.covers(platform="cpu-aarch64-neon")
     assert not Scope().covers(op="rmsnorm")
+
+
+def test_the_same_failure_seen_again_is_one_risk(make_vector_card):
+    # Three optimize runs that met the same slower trial wrote three identical risk entries.
+    card = make_vector_card()
+    for run, ratio in enumerate(("1.012", "1.031", "1.008")):
+        card = card.with_trial(Trial(target="rmsnorm/naive", held_out=True, verdict="slower",
+                                     reason=f"paired time ratio {ratio} (95% CI 0.99–1.04): same",
+                                     at=f"2026-12-01T1{run}:00:00+00:00"))
+    assert len(card.verification) == 3
+    assert [r.what for r in card.risk].count(card.risk[-1].what) == 1
+    slower = [r for r in card.risk if r.what.startswith("slower on rmsnorm/naive")]
+    assert len(slower) == 1
+    # Another size is another failure.
+    card = card.with_trial(Trial(target="rmsnorm/naive", verdict="incorrect", held_out=True,
+                                 reason="mismatch at N=1001"))
+    card = card.with_trial(Trial(target="rmsnorm/naive", verdict="incorrect", held_out=True,
+                                 reason="mismatch at N=1000"))
+    assert len([r for r in card.risk if r.what.startswith("incorrect")]) == 2

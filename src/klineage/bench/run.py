@@ -22,7 +22,7 @@ from typing import Any, Literal
 from klineage.backends import backend_for
 from klineage.bench._fairness import leave_one_out, suite_workloads
 from klineage.bench.records import BenchRecord
-from klineage.errors import ConfigError, KlineageError
+from klineage.errors import ConfigError, KlineageError, MachineLoadedError
 from klineage.gate import GateOptions
 from klineage.optimize import DEFAULT_BUDGET, METHODS, OptimizeOptions, optimize
 from klineage.runs import Event, Run, RunMeta
@@ -116,6 +116,8 @@ def bench(suite: Path, library: Library | None, methods: list[str],
                                        replace(options, method=method, seed=run_seed),
                                        runs_root=run.path / "runs", say=say, inputs=inputs)
                     row = _row(outcome.record, str(outcome.run.path), reference)
+                except MachineLoadedError:
+                    raise  # noise is no failure of the method: the bench stops instead
                 except KlineageError as exc:
                     row = _failed_row(str(exc), reference)
                 row.update(method=method, workload=workload.name, repeat=repeat, seed=run_seed)
@@ -166,9 +168,9 @@ def _row(record: dict[str, Any], optimize_run: str, reference: _Expert) -> dict[
         "best_ms": start_ms / speedup if start_ms else None, "expert_ms": reference.expert_ms,
         "speedup_vs_start": speedup, "speedup_vs_expert": speedup * factor if factor else None,
         "sol_fraction": record["sol_fraction"],
-        "correct_candidates": sum(s["verdict"] == "accepted" for s in steps),
-        "failed_candidates": sum(s["verdict"] not in ("accepted", "duplicate", "no_proposal")
-                                 for s in steps),
+        "correct_candidates": sum(s["verdict"] in ("accepted", "slower") for s in steps),
+        "failed_candidates": sum(
+            s["verdict"] not in ("accepted", "slower", "duplicate", "no_proposal") for s in steps),
         "budget_to_90pct": budget_to_fraction(record["curve"]), "curve": record["curve"],
         "optimize_run": optimize_run}
 

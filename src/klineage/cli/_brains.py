@@ -16,11 +16,12 @@ from klineage.runs import Budget, RunDir
 __all__ = ["BrainOpt", "BudgetOpt", "ConfigOpt", "RecordOpt", "ReplayOpt", "brain_settings"]
 
 BrainOpt = Annotated[str | None, typer.Option(
-    help="Who proposes edits: rules|openai|anthropic|agent|replay (default: klineage.toml, "
+    help="Who proposes edits: rules, openai, anthropic, agent or replay (default: klineage.toml, "
          "KLINEAGE_BRAIN, else rules).")]
 
 BudgetOpt = Annotated[str | None, typer.Option(
-    help="Limits: gate_runs=N,calls=N,tokens=N,usd=X,wall=10m (any subset), or 'unlimited'. "
+    help="Limits, comma-separated: gate_runs=N, calls=N, tokens=N, usd=X, wall=10m (any subset), "
+         "or 'unlimited'. "
          "On --resume: a new budget for the rest of the run (default: the run's own).")]
 ConfigOpt = Annotated[Path | None, typer.Option(
     "--config", help="klineage.toml to use (default: KLINEAGE_CONFIG, else ./klineage.toml).")]

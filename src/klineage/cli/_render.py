@@ -12,7 +12,7 @@ from klineage.gate.report import GateReport, Verdict
 
 __all__ = ["doctor_table", "gate_summary_table", "stage_table", "verdict_style"]
 
-_STYLE = {Verdict.ACCEPTED: "green", Verdict.SLOWER: "yellow"}
+_STYLE = {Verdict.ACCEPTED: "green", Verdict.SLOWER: "yellow", Verdict.UNMEASURABLE: "yellow"}
 
 
 def verdict_style(verdict: Verdict) -> str:
@@ -71,7 +71,7 @@ def doctor_table(facts: dict[str, Any]) -> Table:
     for key, value in facts.items():
         if isinstance(value, dict):
             value = ", ".join(f"{k}={v}" for k, v in value.items())
-        table.add_row(key, str(value))
+        table.add_row(escape(key), escape(str(value)))  # "[cuda]" is text, not markup
     return table
 
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from klineage.backends.base import Backend
 from klineage.gate._layout import TimingPlan
 from klineage.gate._trusted import TrustedSession
-from klineage.gate.report import TimingStats
+from klineage.gate.report import ClockCheck, TimingStats
 from klineage.gate.sandbox import Arena, Candidate, CandidateFailed
 from klineage.gate.stats import comparison_record
 from klineage.workload.model import Workload
@@ -36,6 +36,24 @@ class GateJob(BaseModel):
     timing: TimingPlan
 
 
+class PairedTimes(BaseModel):
+    """What a compare job measured (``gate.Comparison`` less the kernels' names)."""
+
+    model_config = ConfigDict(extra="forbid")
+    ratio: float
+    ci_low: float
+    ci_high: float
+    pairs: int
+    decision: str
+    baseline_median_s: float
+    candidate_median_s: float
+    baseline_spread: float
+    candidate_spread: float
+    baseline_clock: ClockCheck
+    candidate_clock: ClockCheck
+    other_cores: float | None
+
+
 class JobResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
     outcome: Literal["ok", "incorrect", "crashed", "rejected_cheat", "timeout"]
@@ -43,8 +61,7 @@ class JobResult(BaseModel):
     checks: int = 0
     """Calls whose outputs were compared with the reference."""
     timing: TimingStats | None = None
-    comparison: dict[str, Any] | None = None
-    """``stats.comparison_record`` of a compare job."""
+    comparison: PairedTimes | None = None
 
 
 def run_sandboxed(workload: Workload, backend: Backend, job: GateJob,
@@ -89,10 +106,10 @@ def _run_job(workload: Workload, backend: Backend, job: GateJob,
             paired = session.paired_times(candidates[0], candidates[1], job.timing)
             if isinstance(paired[0], str):
                 return JobResult(outcome=paired[0], reason=paired[1])
-            (times_a, times_b), (clock_a, clock_b) = paired
+            (times_a, times_b), (clock_a, clock_b), other_cores = paired
             record = comparison_record(times_a, times_b, seed=job.timing.seed)
-            record.update(baseline_clock=clock_a.model_dump(), candidate_clock=clock_b.model_dump())
-            return JobResult(outcome="ok", comparison=record)
+            return JobResult(outcome="ok", comparison=PairedTimes(
+                **record, baseline_clock=clock_a, candidate_clock=clock_b, other_cores=other_cores))
         failure = session.check_correctness(candidates[0]) if job.check else None
         if failure:
             return JobResult(outcome=failure[0], reason=failure[1], checks=session.checks_done)

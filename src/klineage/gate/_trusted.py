@@ -50,6 +50,7 @@ from klineage.gate._layout import (
     nbytes,
     set_count,
 )
+from klineage.gate._load import LoadProbe
 from klineage.gate.sandbox import Arena, CallResult, Candidate, CandidateFailed
 from klineage.gate.stats import summarize_trials
 from klineage.workload import load_reference, poison_value, run_reference
@@ -350,7 +351,12 @@ class TrustedSession:
         self._settle()
         return calls
 
+    def _runners_cpu(self) -> float:
+        runners = [c for c, _ in self.candidates] + ([self._spin] if self._spin is not None else [])
+        return sum(r.cpu_seconds() for r in runners)
+
     def profile(self, candidate: Candidate, timing: TimingPlan) -> dict[str, Any] | Failure:
+        load = LoadProbe(self._runners_cpu)
         try:
             self.progress("profile", "laying out rotated input sets")
             sets = self.timing_sets(timing)
@@ -385,7 +391,8 @@ class TrustedSession:
                 "min_s": min(min(t) for t in trials),
                 "wall_median_s": float(np.median([c.wall_s for c in calls])),
                 "input_sets": len(sets), "footprint_bytes": footprint(self.workload, sets),
-                "threads": self.threads, "clock": clock.model_dump()}
+                "threads": self.threads, "clock": clock.model_dump(),
+                "other_cores": load.other_cores()}
 
     def _calibration_gap(self, seconds: float, bufs: InputSet) -> float:
         """One call of our calibration kernel, given the same work on our side as a timed call:
@@ -410,7 +417,9 @@ class TrustedSession:
 
     def paired_times(self, a: Candidate, b: Candidate, timing: TimingPlan) -> Any:
         """Interleaved A/B samples (ABBA) on the same fresh inputs, each its own outputs, and
-        the clock check of each side; the pairs to verify are kept by a reservoir over all."""
+        the clock check of each side, and the CPU other processes used meanwhile (in cores);
+        the pairs to verify are kept by a reservoir over all."""
+        load = LoadProbe(self._runners_cpu)
         try:
             self.progress("compare", "laying out rotated input sets")
             sets = self.timing_sets(timing)
@@ -451,7 +460,7 @@ class TrustedSession:
                 return failure
         except CandidateFailed as exc:
             return exc.outcome, exc.reason
-        return times, clocks
+        return times, clocks, load.other_cores()
 
 
 class _Calibration:

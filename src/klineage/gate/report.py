@@ -31,6 +31,9 @@ class Verdict(StrEnum):
     """Forbidden calls or symbols, work escaping the timed stream, or faster than the bound."""
     SLOWER = "slower"
     """Correct, but not shown faster than the baseline by the paired comparison."""
+    UNMEASURABLE = "unmeasurable"
+    """Correct, but its timing was too noisy to decide anything, measured twice (another process
+    loaded the machine): no time, speedup or comparison is claimed."""
 
 
 class StageResult(BaseModel):
@@ -74,6 +77,9 @@ class TimingStats(BaseModel):
     footprint_bytes: int = Field(description="Bytes of all rotated input and output sets")
     threads: int | None = None
     clock: ClockCheck | None = None
+    other_cores: float | None = Field(
+        default=None, description="CPU that other processes used while this was timed (and, on "
+        "a VM, the time the hypervisor stole), in cores; None where it cannot be read")
 
 
 class SpeedOfLight(BaseModel):
@@ -104,14 +110,20 @@ class Comparison(BaseModel):
     ci_low: float
     ci_high: float
     pairs: int
-    decision: str = Field(description="'faster', 'slower' or 'same' at the confidence level")
+    decision: str = Field(
+        description="'faster', 'slower' or 'same' at the confidence level; 'unmeasurable' when "
+        "the interval stayed too wide to tell a difference that matters, measured twice")
     confidence: float = 0.95
     baseline_median_s: float | None = None
-    candidate_median_s: float | None = None
+    candidate_median_s: float | None = Field(
+        default=None, description="The baseline's median times the paired ratio: the times of a "
+        "comparison always give its ratio")
     baseline_clock: ClockCheck | None = None
     candidate_clock: ClockCheck | None = Field(
         default=None, description="Both sides are timed by one clock: the runners' own when "
         "both were believed, else the trusted one for both")
+    other_cores: float | None = Field(
+        default=None, description="CPU other processes used while the pairs were timed, in cores")
 
 
 class GateReport(BaseModel):

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+import os
 import secrets
 import time
 from collections.abc import Callable
@@ -17,17 +19,31 @@ from klineage.backends import Backend, BuildResult, backend_for, get_backend
 from klineage.errors import BackendUnavailableError, ConfigError, WorkerError
 from klineage.gate._job import GateJob, JobResult, run_sandboxed
 from klineage.gate._layout import TimingPlan
-from klineage.gate.report import Comparison, GateReport, StageResult, Verdict
+from klineage.gate.report import Comparison, GateReport, StageResult, TimingStats, Verdict
 from klineage.gate.sandbox import Limits
 from klineage.gate.sol import speed_of_light, too_fast
 from klineage.gate.static import forbidden_in_source, forbidden_symbols
 from klineage.workload import check_not_degenerate, load_reference
 from klineage.workload.model import KernelSpec, Workload
 
-__all__ = ["GateOptions", "compare_kernels", "run_gate"]
+__all__ = [
+    "GateOptions",
+    "compare_kernels",
+    "comparison_noise",
+    "describe_comparison",
+    "run_gate",
+    "timing_noise",
+]
 
 ProgressFn = Callable[[str, str], None]
 _FIXED_SEEDS = (0, 1)
+MAX_SPREAD = 0.5
+"""Trial medians further apart than half their median are no measurement: a quiet machine
+keeps them within a few percent, and a 2-core machine loaded by another process once spread an
+honest kernel's over 107% (0.43 ms timed as 7.5 ms) and still said accepted."""
+MAX_INTERVAL = 0.25
+"""A comparison that decided nothing ('same') with its 95% interval wider than ±25% could not
+have told a 25% difference from none: noise decided it, not the kernels."""
 _checked_workloads: set[str] = set()
 
 
@@ -161,7 +177,7 @@ class _Run:
             check_not_degenerate(self.workload, load_reference(self.workload))
             _checked_workloads.add(key)
 
-    def _job(self, mode: Literal["gate", "compare"]) -> GateJob:
+    def _job(self, mode: Literal["gate", "compare"], check: bool = True) -> GateJob:
         o = self.options
         timing = TimingPlan(
             trials=o.trials, target_trial_s=o.target_trial_s, warmup_s=o.warmup_s,
@@ -170,7 +186,7 @@ class _Run:
             cache_bytes=self.backend.ceilings(self.threads).cache_bytes, compare_s=o.compare_s,
             min_pairs=o.min_pairs, max_pairs=o.max_pairs, seed=self.seeds[-1],
             modeled=self.backend.modeled)
-        return GateJob(mode=mode, threads=self.threads, seeds=self.seeds, check=o.check,
+        return GateJob(mode=mode, threads=self.threads, seeds=self.seeds, check=o.check and check,
                        profile=o.profile, timing=timing)
 
     def _call_sandbox(self, job: GateJob, builds: list[tuple[BuildResult, KernelSpec]]) -> JobResult:
@@ -196,9 +212,30 @@ class _Run:
         self._stage("correctness", True, started,
                     f"{result.checks} checked calls over {len(self.workload.shapes())} sizes",
                     checks=result.checks)
-        if result.timing is not None:
-            self.report.timing = result.timing
-            self._stage("profile", True, started, "timed")
+        if result.timing is None:
+            return True
+        return self._profiled(result.timing, builds, time.perf_counter())
+
+    def _profiled(self, timing: TimingStats, builds: list[tuple[BuildResult, KernelSpec]],
+                  started: float) -> bool:
+        """Keep a profile that measured something; one that did not is measured again, and if
+        it still does not, the verdict says so (nothing is claimed from noise)."""
+        if timing_noise(timing) is not None:
+            self.progress("profile", f"measuring again: {timing_noise(timing)}")
+            again = self._call_sandbox(self._job("gate", check=False), builds)
+            if again.outcome != "ok" or again.timing is None:
+                self._fail(Verdict(again.outcome), again.reason)
+                self._stage("profile", False, started, self.report.reason)
+                return False
+            timing = again.timing
+        self.report.timing = timing
+        noise = timing_noise(timing)
+        if noise is not None:
+            self._fail(Verdict.UNMEASURABLE, f"the timing was too noisy to trust, measured twice: "
+                       f"{noise}; re-run it on a quiet machine")
+            self._stage("profile", False, started, self.report.reason)
+            return False
+        self._stage("profile", True, started, "timed")
         return True
 
     def _speed_of_light(self) -> bool:
@@ -223,10 +260,14 @@ class _Run:
         comparison = _paired(self, build, baseline)
         self.report.comparison = comparison
         faster = comparison.decision == "faster"
-        self._stage("compare", faster, started, _describe_comparison(comparison))
-        if not faster:
+        self._stage("compare", faster, started, describe_comparison(comparison))
+        if comparison.decision == "unmeasurable":
+            self._fail(Verdict.UNMEASURABLE, f"the comparison with {baseline.name} was too noisy "
+                       f"to decide, measured twice: {comparison_noise(comparison)}; re-run it on a "
+                       f"quiet machine")
+        elif not faster:
             self._fail(Verdict.SLOWER, f"not faster than {baseline.name}: "
-                       + _describe_comparison(comparison))
+                       + describe_comparison(comparison))
 
     def _finish(self) -> GateReport:
         if self.report.verdict is Verdict.ACCEPTED and not self.report.reason:
@@ -236,7 +277,41 @@ class _Run:
         return self.report
 
 
+def timing_noise(timing: TimingStats) -> str | None:
+    """Why a profile is no measurement, or None: trial medians ``MAX_SPREAD`` apart."""
+    if timing.spread <= MAX_SPREAD:
+        return None
+    return f"its trial medians were {timing.spread:.0%} apart{_load(timing.other_cores)}"
+
+
+def comparison_noise(comparison: Comparison) -> str | None:
+    """Why a comparison decided nothing for noise, or None: 'same' with its 95% interval wider
+    than ``MAX_INTERVAL`` either side, so it could not have told a difference that matters."""
+    half_width = math.sqrt(comparison.ci_high / comparison.ci_low) - 1
+    if comparison.decision != "same" or half_width <= MAX_INTERVAL:
+        return None
+    return (f"its 95% interval was ±{half_width:.0%} after {comparison.pairs} pairs"
+            f"{_load(comparison.other_cores)}")
+
+
+def _load(other_cores: float | None) -> str:
+    if other_cores is None:
+        return ""
+    return f" (other processes used {other_cores:.1f} of the machine's {os.cpu_count()} cores)"
+
+
 def _paired(run: _Run, build: BuildResult, baseline: KernelSpec) -> Comparison:
+    """The comparison, measured again once if noise kept it from deciding; 'unmeasurable' if
+    it still does."""
+    first = _paired_once(run, build, baseline)
+    if comparison_noise(first) is None:
+        return first
+    run.progress("compare", f"measuring again: {comparison_noise(first)}")
+    again = _paired_once(run, build, baseline)
+    return again if comparison_noise(again) is None else again.model_copy(update={"decision": "unmeasurable"})
+
+
+def _paired_once(run: _Run, build: BuildResult, baseline: KernelSpec) -> Comparison:
     base_build = run.backend.build(baseline)
     if not base_build.ok:
         raise ConfigError(f"baseline kernel {baseline.name!r} does not compile:\n"
@@ -245,12 +320,8 @@ def _paired(run: _Run, build: BuildResult, baseline: KernelSpec) -> Comparison:
     result = run._call_sandbox(run._job("compare"), builds)
     if result.outcome != "ok" or result.comparison is None:
         raise WorkerError(f"the paired comparison failed after both kernels passed: {result.reason}")
-    data = result.comparison
-    return Comparison(baseline=baseline.name, candidate=run.kernel.name, ratio=data["ratio"],
-                      ci_low=data["ci_low"], ci_high=data["ci_high"], pairs=data["pairs"],
-                      decision=data["decision"], baseline_median_s=data["baseline_median_s"],
-                      candidate_median_s=data["candidate_median_s"],
-                      baseline_clock=data["baseline_clock"], candidate_clock=data["candidate_clock"])
+    paired = result.comparison.model_dump(exclude={"baseline_spread", "candidate_spread"})
+    return Comparison(baseline=baseline.name, candidate=run.kernel.name, **paired)
 
 
 def compare_kernels(
@@ -273,7 +344,7 @@ def compare_kernels(
     return _paired(run, build, baseline)
 
 
-def _describe_comparison(c: Comparison) -> str:
+def describe_comparison(c: Comparison) -> str:
     return (f"time ratio {c.ratio:.3f} vs {c.baseline} (95% CI {c.ci_low:.3f}–{c.ci_high:.3f}, "
             f"{c.pairs} interleaved pairs): {c.decision}")
 

@@ -176,6 +176,10 @@ class Candidate:
         except OSError:
             return ""
 
+    def cpu_seconds(self) -> float:
+        """CPU time the runner's process has used, read from outside it."""
+        return self._cpu()
+
     # -- plumbing ---------------------------------------------------------------------------
     def _cpu(self) -> float:
         try:

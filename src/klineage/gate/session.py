@@ -4,6 +4,8 @@ Five stages (mine's walk and re-derivation, admission, optimize, bench) gate ker
 through one ``GateSession`` per (run, workload). Reports and comparisons are kept next to the
 state's source, keyed by the workload's fingerprint and the gate's sizing, so a resumed run
 never gates the same thing twice and never reuses a report made for another size or workload.
+A time or comparison the gate found unmeasurable (a loaded machine) is not a result: it is not
+cached and stops the run (``MachineLoadedError``), which can be resumed on a quiet machine.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from klineage.backends import Backend
+from klineage.errors import MachineLoadedError
 from klineage.executors import Executor, LocalExecutor
-from klineage.gate.report import Comparison, GateReport
-from klineage.gate.runner import GateOptions, compare_kernels, run_gate
+from klineage.gate.report import Comparison, GateReport, Verdict
+from klineage.gate.runner import GateOptions, compare_kernels, describe_comparison, run_gate
 from klineage.runs import Meter, RunDir
 from klineage.workload import KernelSpec, KernelState, Workload
 
@@ -68,6 +71,8 @@ class GateSession:
             self.meter.charge_gate(f"{self.workload.name}/{state.fingerprint}")
         report = run_gate(self.workload, self.spec(state), backend=self.backend_for(state),
                           options=replace(self.options, profile=profile), on_progress=self.progress)
+        if report.verdict is Verdict.UNMEASURABLE:  # never cached, never a result of the run
+            raise MachineLoadedError(f"{self.workload.name}/{state.fingerprint[:8]}: {report.reason}")
         cached.write_text(report.model_dump_json(indent=1))
         return report
 
@@ -80,6 +85,9 @@ class GateSession:
         result = compare_kernels(self.workload, self.spec(baseline), self.spec(candidate),
                                  backend=self.backend_for(candidate), options=self.options,
                                  on_progress=self.progress)
+        if result.decision == "unmeasurable":
+            raise MachineLoadedError(f"{self.workload.name}: {baseline.fingerprint[:8]} vs "
+                                     f"{candidate.fingerprint[:8]}: {describe_comparison(result)}")
         cached.write_text(result.model_dump_json(indent=1))
         return result
 

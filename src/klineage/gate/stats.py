@@ -45,10 +45,15 @@ def paired_decision(
 
 def comparison_record(times_a: Sequence[float], times_b: Sequence[float],
                       seed: int) -> dict[str, float | int | str]:
-    """What a paired comparison reports: the decision and each side's centre and spread."""
+    """What a paired comparison reports: the decision and each side's centre and spread.
+
+    The paired ratio (the median of the per-pair ratios) is the one measurement; the candidate's
+    time is the baseline's median times it, so two times shown side by side always give the
+    ratio shown beside them (the candidate's own median gave a card 1.008x beside a 1.06x)."""
     ratio, low, high, decision = paired_decision(times_a, times_b, seed=seed)
+    baseline = summarize_trials([times_a])[0]
     return {"ratio": ratio, "ci_low": low, "ci_high": high, "pairs": len(times_a),
-            "decision": decision, "baseline_median_s": summarize_trials([times_a])[0],
-            "candidate_median_s": summarize_trials([times_b])[0],
+            "decision": decision, "baseline_median_s": baseline,
+            "candidate_median_s": baseline * ratio,
             "baseline_spread": float(np.std(np.log(times_a))),
             "candidate_spread": float(np.std(np.log(times_b)))}

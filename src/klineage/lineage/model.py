@@ -41,6 +41,8 @@ class Rederivation(BaseModel):
     ratio_vs_faster: float | None = Field(default=None, description="time(rederived)/time(faster)")
     ci_high_vs_faster: float | None = None
     speedup_over_simpler: float | None = None
+    speedup_ci_over_simpler: tuple[float, float] | None = Field(
+        default=None, description="95% interval of speedup_over_simpler (paired)")
     simpler_ms: float | None = None
     rederived_ms: float | None = None
 

@@ -82,6 +82,7 @@ def _measured(gate: GateSession, simpler: KernelState, faster: KernelState,
         diff=proposal.edit.diff if proposal.edit else "",
         ratio_vs_faster=versus_faster.ratio, ci_high_vs_faster=versus_faster.ci_high,
         speedup_over_simpler=1 / versus_simpler.ratio,
+        speedup_ci_over_simpler=(1 / versus_simpler.ci_high, 1 / versus_simpler.ci_low),
         simpler_ms=_ms(versus_simpler.baseline_median_s),
         rederived_ms=_ms(versus_simpler.candidate_median_s),
         note=("reproduced" if as_fast else

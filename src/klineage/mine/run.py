@@ -155,10 +155,16 @@ def _mine(workload: Workload, expert_state: KernelState, run: Run, library: Path
 
 def _lineage_speedup(gate: GateSession, run: Run, workload: Workload, lineage: Lineage,
                      expert: KernelState) -> float | None:
+    """Paired, the simplest state reached against the expert; the lineage's two end times come
+    from the same comparison, so the report's naive → expert speedup is their ratio."""
     if not lineage.transitions:
         return None
     final = KernelState.load(run.state_dir(lineage.states[-1]), workload)
-    return 1 / gate.compare(final, expert).ratio
+    comparison = gate.compare(final, expert)
+    if comparison.baseline_median_s and comparison.candidate_median_s:
+        lineage.final_ms = comparison.baseline_median_s * 1e3
+        lineage.expert_ms = comparison.candidate_median_s * 1e3
+    return 1 / comparison.ratio
 
 
 def _contexts(run: Run, workload: Workload, options: MineOptions) -> list[Context]:

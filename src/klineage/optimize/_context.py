@@ -60,6 +60,10 @@ def memory_pairs(cards: list[SkillCard], runs_root: Path | None = None,
     return [p for p in pairs if p.workload != exclude_workload]
 
 
+CORRECT = ("accepted", "slower")
+"""Verdicts of a step whose candidate passed the gate and was compared (kept, or not faster)."""
+
+
 def _run_pairs(path: Path) -> list[MemoryPair]:
     try:
         data = json.loads(path.read_text())
@@ -68,7 +72,7 @@ def _run_pairs(path: Path) -> list[MemoryPair]:
     name = Path(str(data.get("workload", ""))).name
     return [MemoryPair(name, step["feature"], 1 / step["ratio"], f"run {path.parent.name}")
             for step in data.get("steps", [])
-            if step.get("feature") and step.get("ratio") and step.get("verdict") == "accepted"]
+            if step.get("feature") and step.get("ratio") and step.get("verdict") in CORRECT]
 
 
 def success_counts(pairs: list[MemoryPair]) -> Counter[str]:

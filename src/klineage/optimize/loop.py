@@ -262,8 +262,11 @@ class _Loop:
                   f"{comparison.ci_high:.3f}) vs the best: {comparison.decision}")
         if kept:
             self.chain /= comparison.ratio
-        self._log(candidate, state, "accepted", reason, comparison.ratio, kept)
-        self._write_back(candidate, "accepted" if kept else "slower", reason, 1 / comparison.ratio)
+        # Correct but not faster is "slower", here as in the library: a step that was not kept
+        # was shown as "accepted", with the green badge of a kept one.
+        verdict = "accepted" if kept else "slower"
+        self._log(candidate, state, verdict, reason, comparison.ratio, kept)
+        self._write_back(candidate, verdict, reason, 1 / comparison.ratio)
         if kept:
             self.best = state
             return f"kept: {reason}", report

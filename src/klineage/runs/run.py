@@ -13,7 +13,6 @@ Each stage declares its own record (``MineMeta`` in ``mine/``, ``OptimizeMeta`` 
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from klineage.errors import BrainError, ConfigError, RunStopped
+from klineage.errors import BrainError, ConfigError, MachineLoadedError, RunStopped
 from klineage.runs.budget import Budget, Charge, Meter
 from klineage.runs.events import Event, RunInterrupted, RunStarted, now
 from klineage.runs.rundir import RunDir, new_run_id, write_atomic
@@ -132,21 +131,18 @@ class Run(RunDir):
 
     @contextmanager
     def stoppable(self, resume_command: str) -> Iterator[None]:
-        """Ctrl-C, or a brain that cannot go on, stops the run where it is: the stop is logged
-        and the error says where the run is and how to continue it."""
+        """Ctrl-C, a brain that cannot go on, or a machine too loaded to time on stops the run
+        where it is: the stop is logged and the error says where the run is and how to continue."""
         try:
             yield
         except KeyboardInterrupt:
             self.log(RunInterrupted(reason="interrupted (Ctrl-C)"))
             raise RunStopped(f"interrupted. The run is kept at {self.path}: continue it with "
                              f"{resume_command}", interrupted=True) from None
-        except BrainError as exc:
+        except (BrainError, MachineLoadedError) as exc:
             self.log(RunInterrupted(reason=str(exc)))
-            raise BrainError(f"{str(exc).rstrip('.')}. The run is kept at {self.path}: continue "
-                             f"it with {resume_command}") from exc
-
-    def discard(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+            raise type(exc)(f"{str(exc).rstrip('.')}. The run is kept at {self.path}: continue "
+                            f"it with {resume_command}") from exc
 
 
 def check_resume(path: Path, expected: type[M], workload: Workload | None = None, *,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Callable, Hashable, Iterable
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
@@ -291,7 +292,7 @@ class SkillCard(BaseModel):
                 transitions=_union(self.evidence.transitions, other.evidence.transitions),
                 gate_reports=_union(self.evidence.gate_reports, other.evidence.gate_reports),
             ),
-            "risk": _union(self.risk, other.risk, key=_json_key),
+            "risk": _union(self.risk, other.risk, key=_same_failure),
             "scope": self.scope.widen(other.scope),
             # Requirements stay a union: merging must never make a card less careful.
             "requires": _union(self.requires, other.requires),
@@ -313,12 +314,20 @@ class SkillCard(BaseModel):
         if not trial.passed:
             what = f"{trial.verdict} on {trial.target}" + (f": {trial.reason}" if trial.reason else "")
             risks = _union(risks, [Risk(what=what, evidence=f"trial {trial.target} at {trial.at}")],
-                           key=_json_key)
+                           key=_same_failure)
         return self.model_copy(update={
             "verification": [*self.verification, trial],
             "risk": risks,
             "version": self.version + 1,
         })
+
+
+def _same_failure(risk: Risk) -> str:
+    """Two risks are one when they say the same failure: the measurements in it (ratios,
+    intervals, times: numbers with a decimal point) differ from one sighting to the next, and
+    where it was seen always does; sizes (integers) tell failures apart. Three runs that met
+    the same failure used to write three risk entries."""
+    return re.sub(r"\d+\.\d+", "#", risk.what)
 
 
 def _json_key(model: BaseModel) -> str:

@@ -75,7 +75,9 @@ def _card(lineage: Lineage, workload: Workload, transition: Transition, brain: E
         preconditions=_preconditions(lineage, workload, transition),
         effect=[Effect(workload=workload.name, shape=dict(workload.axes), platform=lineage.platform,
                        before_ms=redo.simpler_ms, after_ms=redo.rederived_ms,
-                       ratio=redo.speedup_over_simpler)]
+                       ratio=redo.speedup_over_simpler,
+                       ci_low=redo.speedup_ci_over_simpler[0] if redo.speedup_ci_over_simpler else None,
+                       ci_high=redo.speedup_ci_over_simpler[1] if redo.speedup_ci_over_simpler else None)]
         if redo.simpler_ms and redo.rederived_ms else [],
         evidence=Evidence(transitions=[transition.id],
                           gate_reports=[s for s in (transition.faster_state, transition.simpler_state,

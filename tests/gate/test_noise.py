@@ -1,0 +1,111 @@
+"""Timing under load: noise that keeps a measurement from deciding is its own verdict, and
+nothing measured under it reaches a run's results, a card or a library."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from klineage.errors import MachineLoadedError
+from klineage.gate import Comparison, TimingStats, Verdict, run_gate
+from klineage.gate import runner as gate_runner
+from klineage.optimize import OptimizeOptions, optimize
+from klineage.runs import Budget, RunDir
+from klineage.workload import load_kernel, load_workload
+
+
+def _timing(spread: float, other_cores: float | None = None) -> TimingStats:
+    return TimingStats(median_s=1e-3, spread=spread, trial_medians_s=[1e-3], reps_per_trial=1,
+                       samples=5, min_s=1e-3, wall_median_s=1e-3, input_sets=2, footprint_bytes=1,
+                       other_cores=other_cores)
+
+
+def _comparison(ci_low: float, ci_high: float, decision: str) -> Comparison:
+    return Comparison(baseline="a", candidate="b", ratio=(ci_low * ci_high) ** 0.5, ci_low=ci_low,
+                      ci_high=ci_high, pairs=40, decision=decision, other_cores=1.7)
+
+
+def test_trial_medians_far_apart_are_no_measurement():
+    assert gate_runner.timing_noise(_timing(0.05)) is None
+    noise = gate_runner.timing_noise(_timing(1.07, other_cores=1.6))
+    assert "107% apart" in noise and "other processes used 1.6" in noise
+
+
+def test_a_comparison_only_noise_kept_from_deciding_is_unmeasurable():
+    assert gate_runner.comparison_noise(_comparison(0.97, 1.02, "same")) is None  # decided: same
+    assert gate_runner.comparison_noise(_comparison(0.4, 0.9, "faster")) is None  # decided
+    noise = gate_runner.comparison_noise(_comparison(0.6, 1.6, "same"))
+    assert "±" in noise and "40 pairs" in noise and "other processes used 1.7" in noise
+
+
+def _spin() -> None:
+    while True:
+        pass
+
+
+@pytest.fixture
+def loaded_machine():
+    """Every core busy with another process, for the length of the test."""
+    hogs = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(os.cpu_count() or 2)]
+    for hog in hogs:
+        hog.start()
+    yield
+    for hog in hogs:
+        hog.kill()
+        hog.join()
+
+
+def test_under_load_the_gate_never_accepts_a_timing_it_could_not_measure(loaded_machine, quick):
+    axpy = load_workload(FIXTURES / "axpy")
+    report = run_gate(axpy, load_kernel(axpy, "plain"), options=quick)
+    timing = report.timing
+    assert timing is not None
+    if Path("/proc/stat").is_file():
+        assert timing.other_cores is not None and timing.other_cores > 0.5, timing.other_cores
+    if report.verdict is Verdict.ACCEPTED:
+        assert gate_runner.timing_noise(timing) is None
+    else:
+        assert report.verdict is Verdict.UNMEASURABLE and "measured twice" in report.reason
+
+
+def test_a_profile_still_noisy_when_measured_again_is_unmeasurable(monkeypatch, quick):
+    monkeypatch.setattr(gate_runner, "MAX_SPREAD", -1.0)  # every profile counts as noise
+    axpy = load_workload(FIXTURES / "axpy")
+    report = run_gate(axpy, load_kernel(axpy, "plain"), options=quick)
+    assert report.verdict is Verdict.UNMEASURABLE
+    assert "measured twice" in report.reason and "quiet machine" in report.reason
+    assert [s.name for s in report.stages if not s.ok] == ["profile"]
+
+
+def test_a_run_stops_on_an_unmeasurable_timing_records_nothing_and_resumes(monkeypatch, tmp_path,
+                                                                           null_gate):
+    dot = load_workload(FIXTURES / "dot")
+    options = OptimizeOptions(method="none", budget=Budget(gate_runs=3), gate=null_gate,
+                              sol_target=100.0)
+    monkeypatch.setattr(gate_runner, "MAX_SPREAD", -1.0)
+    with pytest.raises(MachineLoadedError, match=r"too noisy.*continue it with klineage optimize"):
+        optimize(dot, load_kernel(dot, "naive"), None, options, runs_root=tmp_path / "runs")
+    (run_path,) = (tmp_path / "runs").iterdir()
+    run = RunDir.open(run_path)
+    assert run.event_kinds()[-1] == "run_interrupted"
+    assert not list(run_path.glob("states/*/gate-*.json")), "an unmeasurable report was cached"
+    assert not (run_path / "optimize.json").exists()
+    monkeypatch.setattr(gate_runner, "MAX_SPREAD", 0.5)  # a quiet machine again
+    resumed = optimize(dot, None, None, OptimizeOptions(gate=null_gate), runs_root=tmp_path / "runs",
+                       resume=run_path)
+    assert resumed.record["status"] == "ok"
+
+
+def test_a_gate_comparison_noise_kept_from_deciding_is_unmeasurable(monkeypatch, null_gate):
+    # On the null backend a kernel against itself is exactly 'same'; with the threshold below
+    # zero that counts as noise, so it is measured again and then called unmeasurable.
+    monkeypatch.setattr(gate_runner, "MAX_INTERVAL", -1.0)
+    axpy = load_workload(FIXTURES / "axpy")
+    plain = load_kernel(axpy, "plain")
+    report = run_gate(axpy, plain, options=null_gate, against=plain)
+    assert report.verdict is Verdict.UNMEASURABLE
+    assert report.comparison.decision == "unmeasurable" and "measured twice" in report.reason
