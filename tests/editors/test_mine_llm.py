@@ -19,8 +19,8 @@ from klineage.runs import Budget, BudgetChanged, Charge, RunDir
 from klineage.workload import load_kernel, load_workload
 
 
-def _options(gate, url, **extra):
-    return MineOptions(limits=WalkLimits(max_steps=10, max_rejections=10), gate=gate,
+def _options(quick, url, **extra):
+    return MineOptions(limits=WalkLimits(max_steps=10, max_rejections=10), gate=quick,
                        config=config_for(url), **extra)
 
 
@@ -45,11 +45,11 @@ def _assert_naive_and_charged(result, brain):
     assert summary["spent"]["usd"] > 0 and summary["spent"]["gate_runs"] > 0
 
 
-def test_openai_mine_records_and_a_replay_reproduces_its_decisions(tmp_path, null_gate, secret_keys):
+def test_openai_mine_records_and_a_replay_reproduces_its_decisions(tmp_path, quick, secret_keys):
     cassette = tmp_path / "cassette.jsonl"
     server = FakeLLM()
     try:
-        recorded = _mine(tmp_path, _options(null_gate, server.url, brain="openai", record=cassette,
+        recorded = _mine(tmp_path, _options(quick, server.url, brain="openai", record=cassette,
                                             admit_on=(FIXTURES / "scale",)))
     finally:
         server.stop()
@@ -60,7 +60,7 @@ def test_openai_mine_records_and_a_replay_reproduces_its_decisions(tmp_path, nul
         assert {"lift@v1", "materialize@v1"} <= prompts
     # the server is gone: every answer now comes from the cassette
     try:
-        replayed = _mine(tmp_path, _options(null_gate, server.url, brain="replay", replay=cassette,
+        replayed = _mine(tmp_path, _options(quick, server.url, brain="replay", replay=cassette,
                                             admit_on=(FIXTURES / "scale",))).run
     except BrainError as diverged:
         # After the walk, what is asked depends on timing verdicts (a step re-derived as fast or
@@ -75,15 +75,15 @@ def test_openai_mine_records_and_a_replay_reproduces_its_decisions(tmp_path, nul
             assert secret_keys not in path.read_text(errors="replace"), path
 
 
-def test_a_replay_that_diverges_fails_clearly(tmp_path, null_gate):
+def test_a_replay_that_diverges_fails_clearly(tmp_path, quick):
     cassette = tmp_path / "empty.jsonl"
     cassette.write_text("")
     with pytest.raises(BrainError, match="has no recorded answer for this simplify@v1 request"):
-        _mine(tmp_path, _options(null_gate, "http://127.0.0.1:9", brain="openai", replay=cassette,
+        _mine(tmp_path, _options(quick, "http://127.0.0.1:9", brain="openai", replay=cassette,
                                  admit_on=()))
 
 
-def test_server_down_mid_run_keeps_the_run_and_resume_finishes(tmp_path, null_gate):
+def test_server_down_mid_run_keeps_the_run_and_resume_finishes(tmp_path, quick):
     server = FakeLLM()
     answered = []
 
@@ -96,7 +96,7 @@ def test_server_down_mid_run_keeps_the_run_and_resume_finishes(tmp_path, null_ga
     server.brain = brain_then_vanish
     with pytest.raises(BrainError,
                        match=r"cannot reach the brain.*continue it with klineage mine \S+ --resume") as info:
-        _mine(tmp_path, _options(null_gate, server.url, brain="openai", admit_on=()))
+        _mine(tmp_path, _options(quick, server.url, brain="openai", admit_on=()))
     run_path = info.value.args[0].rsplit("--resume ", 1)[1]
     events = [json.loads(line) for line in Path(run_path, "events.jsonl").read_text().splitlines()]
     assert events[-1]["event"] == "run_interrupted"
@@ -105,7 +105,7 @@ def test_server_down_mid_run_keeps_the_run_and_resume_finishes(tmp_path, null_ga
 
     again = FakeLLM()
     try:
-        result = _mine(tmp_path, _options(null_gate, again.url, brain="openai", admit_on=()), resume=run_path)
+        result = _mine(tmp_path, _options(quick, again.url, brain="openai", admit_on=()), resume=run_path)
     finally:
         again.stop()
     assert result.summary()["features_removed"][:3] == before
@@ -114,8 +114,8 @@ def test_server_down_mid_run_keeps_the_run_and_resume_finishes(tmp_path, null_ga
     assert steps == sorted(set(steps)), "an accepted step was redone"
 
 
-def test_anthropic_mine_stops_at_its_budget_and_resume_finishes_it(tmp_path, null_gate, fake_llm):
-    first = _mine(tmp_path, _options(null_gate, fake_llm.url, brain="anthropic", admit_on=(),
+def test_anthropic_mine_stops_at_its_budget_and_resume_finishes_it(tmp_path, quick, fake_llm):
+    first = _mine(tmp_path, _options(quick, fake_llm.url, brain="anthropic", admit_on=(),
                                      budget=Budget(calls=2)))
     summary = first.summary()
     assert summary["stop_reason"] == "budget reached: brain calls 2 of 2"
@@ -126,7 +126,7 @@ def test_anthropic_mine_stops_at_its_budget_and_resume_finishes_it(tmp_path, nul
 
     # resumed with no limit, given explicitly: the walk goes on from step 3 and the whole mine
     # finishes; the new budget is an event and is in run.json
-    second = _mine(tmp_path, _options(null_gate, fake_llm.url, brain="anthropic", admit_on=(),
+    second = _mine(tmp_path, _options(quick, fake_llm.url, brain="anthropic", admit_on=(),
                                       budget=Budget()), resume=first.run.path)
     assert [(e.old, e.new) for e in second.run.events(BudgetChanged)] == [("calls=2", "unlimited")]
     assert RunDir.open(first.run.path).meta["budget"]["calls"] is None
