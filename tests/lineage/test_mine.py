@@ -42,6 +42,9 @@ def test_mine_walks_the_axpy_expert_to_naive(tmp_path, quick):
     assert len(library.cards(admitted_only=False)) == len(result.cards)
     for card in result.cards:  # every lifted card carries every field, grounded
         assert card.intent and card.anchor and card.carrier.diff and card.effect
+        # the measured effect carries its interval, and its times give its speedup
+        assert all(e.ci_low is not None and e.ci_low <= e.ratio <= e.ci_high for e in card.effect)
+        assert all(abs(e.ratio - e.before_ms / e.after_ms) < 1e-9 * e.ratio for e in card.effect)
         assert any(p.category == "dtype" for p in card.preconditions)
         assert card.provides == [card.feature] and card.evidence.transitions
         assert card.verification, "admission must record at least one trial"

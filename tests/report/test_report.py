@@ -165,13 +165,15 @@ def test_every_speedup_shown_is_the_ratio_of_the_times_beside_it(mine_run, tmp_p
     # A mine report once showed three naive → expert numbers, and a card 1.06x beside times
     # that gave 1.008x: every speedup now comes from the comparison its times come from.
     html = write_report(mine_run, tmp_path / "out").html.read_text()
-    rows = re.findall(r"<td>([0-9.e+-]+) ms</td><td>([0-9.e+-]+) ms</td><td>([0-9.]+)x</td>", html)
+    rows = re.findall(r"<td>([0-9.e+-]+) ms</td><td>([0-9.e+-]+) ms</td><td>([0-9.]+)x</td><td>([^<]*)</td>",
+                      html)
     assert rows, "no step or effect rows with two times and a speedup"
+    assert all(re.fullmatch(r"\[[0-9.]+, [0-9.]+\]", ci) for *_, ci in rows), "a speedup without its interval"
 
     def close(speedup: float, before: float, after: float) -> bool:
         return abs(speedup - before / after) <= 0.006 + 0.002 * speedup  # printed rounding
 
-    for before, after, speedup in rows:
+    for before, after, speedup, _ in rows:
         assert close(float(speedup), float(before), float(after)), (before, after, speedup)
     expert, simplest = re.search(r"<dt>expert / simplest</dt><dd>([0-9.e+-]+) ms / ([0-9.e+-]+) ms",
                                  html).groups()
