@@ -114,7 +114,7 @@ def mine(workload: Workload, expert: KernelSpec | None, runs_root: Path, library
     resumed = check_resume(resume, MineMeta, workload, brain=options.brain,
                            library=library) if resume else None
     editor = get_editor(options.brain, options.config, record=options.record, replay=options.replay)
-    if resume and resumed:
+    if resume is not None and resumed is not None:
         run = Run.resume(resume, resumed, options.budget, say)
         library = library or (Path(resumed.library) if resumed.library else None)
         expert_state = KernelState.load(run.state_dir(resumed.expert_state), workload)

@@ -142,7 +142,7 @@ def optimize(workload: Workload, start: KernelSpec | None, library: Library | No
     resumed = check_resume(resume, OptimizeMeta, workload, brain=options.brain,
                            library=library.root if library else None) if resume else None
     editor = get_editor(options.brain, options.config, record=options.record, replay=options.replay)
-    if resume and resumed:
+    if resume is not None and resumed is not None:
         run = Run.resume(resume, resumed, options.budget, say)
         options = replace(options, method=resumed.method, seed=resumed.seed,
                           sol_target=resumed.sol_target)

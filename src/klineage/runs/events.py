@@ -14,40 +14,52 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Event", "RunInterrupted", "RunStarted", "now"]
+__all__ = ["Event", "RunInterrupted", "RunStarted", "Tagged", "now"]
 
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-class Event(BaseModel):
-    """One line of ``events.jsonl``."""
+class Tagged(BaseModel):
+    """A family of records told apart by one field with a literal default in each subclass
+    (events by ``event``, run records by ``kind``): each subclass registers itself in its
+    family's ``KINDS``, so a reader finds the model by the tag it reads."""
 
-    model_config = ConfigDict(extra="forbid")
-    KINDS: ClassVar[dict[str, type[Event]]] = {}
-
-    event: str
-    """The kind tag: a literal in each subclass."""
-    t: str = Field(default_factory=now, description="When it was written (UTC, ISO 8601)")
+    TAG: ClassVar[str]
+    KINDS: ClassVar[dict[str, type[Tagged]]]
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
+        if "KINDS" in cls.__dict__:  # a family's base, not one of its kinds
+            return
         tag = cls.tag()
         if not isinstance(tag, str):
-            raise TypeError(f"{cls.__name__} must give `event` a literal default")
-        if tag in Event.KINDS and Event.KINDS[tag] is not cls:
-            raise TypeError(f"two event models claim the kind {tag!r}")
-        Event.KINDS[tag] = cls
+            raise TypeError(f"{cls.__name__} must give `{cls.TAG}` a literal default")
+        if tag in cls.KINDS and cls.KINDS[tag] is not cls:
+            raise TypeError(f"two models claim the {cls.TAG} {tag!r}")
+        cls.KINDS[tag] = cls
 
     @classmethod
     def tag(cls) -> str:
-        return cls.model_fields["event"].default
+        return cls.model_fields[cls.TAG].default
 
     @classmethod
     def schemas(cls) -> dict[str, dict[str, Any]]:
-        return {tag: model.model_json_schema() for tag, model in sorted(Event.KINDS.items())}
+        return {tag: model.model_json_schema() for tag, model in sorted(cls.KINDS.items())}
+
+
+class Event(Tagged):
+    """One line of ``events.jsonl``."""
+
+    model_config = ConfigDict(extra="forbid")
+    TAG: ClassVar[str] = "event"
+    KINDS: ClassVar[dict[str, type[Tagged]]] = {}
+
+    event: str
+    """The kind tag: a literal in each subclass."""
+    t: str = Field(default_factory=now, description="When it was written (UTC, ISO 8601)")
 
 
 class RunStarted(Event):

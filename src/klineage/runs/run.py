@@ -18,11 +18,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from klineage.errors import BrainError, ConfigError, MachineLoadedError, RunStopped
 from klineage.runs.budget import Budget, Charge, Meter
-from klineage.runs.events import Event, RunInterrupted, RunStarted, now
+from klineage.runs.events import Event, RunInterrupted, RunStarted, Tagged, now
 from klineage.runs.rundir import RunDir, new_run_id, write_atomic
 
 if TYPE_CHECKING:
@@ -36,11 +36,12 @@ M = TypeVar("M", bound="RunMeta")
 SayFn = Callable[[str], None]
 
 
-class RunMeta(BaseModel):
+class RunMeta(Tagged):
     """``run.json``: what a run is. Subclasses add what their stage needs to resume."""
 
     model_config = ConfigDict(extra="forbid")
-    KINDS: ClassVar[dict[str, type[RunMeta]]] = {}
+    TAG: ClassVar[str] = "kind"
+    KINDS: ClassVar[dict[str, type[Tagged]]] = {}
 
     schema_version: int = 1
     kind: str
@@ -56,24 +57,11 @@ class RunMeta(BaseModel):
     budget: Budget = Field(default_factory=Budget)
 
     @classmethod
-    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
-        super().__pydantic_init_subclass__(**kwargs)
-        RunMeta.KINDS[cls.tag()] = cls
-
-    @classmethod
-    def tag(cls) -> str:
-        return cls.model_fields["kind"].default
-
-    @classmethod
     def about(cls, workload: Workload) -> dict[str, Any]:
         """The fields that bind a run to one workload at one sizing."""
         return {"name": workload.name, "workload": str(workload.root),
                 "workload_fingerprint": workload.fingerprint(),
                 "sizing": "quick" if workload.quick else "full"}
-
-    @classmethod
-    def schemas(cls) -> dict[str, dict[str, Any]]:
-        return {tag: model.model_json_schema() for tag, model in sorted(RunMeta.KINDS.items())}
 
 
 class BudgetChanged(Event):
