@@ -25,6 +25,10 @@ NOT_RUN = {
     "klineage bench": "4 methods x 5 workloads (x 3 repeats): minutes even on the null backend; "
                       "tests/bench and benchmarks/bench_suite.py run it",
     "--method memory": "the same path as the klineage optimize line; tests/optimize runs memory",
+    "klineage memory build": "a forward run as long as the mine's: tests/optimize/test_memory.py "
+                             "runs this command on the null backend",
+    "--method rules-table": "the same path as the klineage optimize line; tests/optimize runs "
+                            "rules-table and its table",
 }
 ADJUSTED = {
     # Admission on one held-out workload instead of all four siblings: the same code, a quarter

@@ -2,9 +2,11 @@
 
 1. mine two CPU experts (softmax, transpose) with the rules brain into a fresh skill library;
    their cards are admitted on the other examples, never on the target below
-2. optimize the naive kernel of a workload that contributed no lineage (rmsnorm) with that library
-3. bench klineage against the ``none`` and ``memory`` baselines on it, same gate and budget
-4. write the report of the whole demo run
+2. build the memory baseline's own memory: forward runs from the same two workloads' naive
+   kernels with the budget each mine spent (``optimize.memory``)
+3. optimize the naive kernel of a workload that contributed no lineage (rmsnorm) with that library
+4. bench klineage against the ``none`` and ``memory`` baselines on it, same gate and budget
+5. write the report of the whole demo run
 
 Everything runs at the workloads' ``[quick_axes]`` with a shorter timing schedule, so the demo
 fits in about five minutes on two cores; the gate's checks are the full ones. Every step is a
@@ -27,6 +29,7 @@ from klineage.errors import ConfigError
 from klineage.gate import GateOptions
 from klineage.mine import MineOptions, mine
 from klineage.optimize import OptimizeOptions, optimize
+from klineage.optimize.memory import build_memory, mine_spent
 from klineage.report import write_report
 from klineage.runs import Budget, Event, Run, RunMeta
 from klineage.skills.library import Library
@@ -38,8 +41,8 @@ MINED = ("softmax", "transpose")
 TARGET = "rmsnorm"
 METHODS = ["klineage", "none", "memory"]
 BUDGET = "gate_runs=4"
-DEMO_STEPS = len(MINED) + 3
-"""Progress units: one per mined expert, optimize, bench, report."""
+DEMO_STEPS = len(MINED) + 4
+"""Progress units: one per mined expert, the memory, optimize, bench, report."""
 
 # Full checks; a shorter timing schedule than the CLI default (trials=5, compare 2 s).
 GATE = GateOptions(trials=3, compare_s=0.5)
@@ -106,6 +109,7 @@ def run_demo(examples: Path | None = None, runs_root: Path = Path("runs"),
 
     held_out = tuple(p for p in sorted(folder.iterdir())
                      if (p / "kernels" / "naive").is_dir() and p.name != TARGET)
+    mine_runs = []
     for name in MINED:
         step(f"mining {name}")
         workload = load_workload(folder / name, quick=True)
@@ -115,11 +119,19 @@ def run_demo(examples: Path | None = None, runs_root: Path = Path("runs"),
                      options, say=lambda line, n=name: say(f"mine {n}: {line}"))
         result.mined.append(mined.summary())
         child_done(mined.run.path)
+        mine_runs.append(mined.run.path)
+
+    step("building the memory baseline's memory")
+    memory_path = run.path / "memory"
+    store = build_memory([mine_spent(p) for p in mine_runs], OptimizeOptions(gate=gate),
+                         run.path / "runs", memory_path, say=lambda line: say(f"memory: {line}"))
+    for path in store.runs:
+        child_done(Path(path))
 
     library = Library.open(library_path, create=True)
     target = load_workload(folder / TARGET, quick=True)
     step(f"optimizing {TARGET}/naive")
-    options = OptimizeOptions(budget=Budget.parse(BUDGET), gate=gate)
+    options = OptimizeOptions(budget=Budget.parse(BUDGET), gate=gate, memory=memory_path)
     optimized = optimize(target, load_kernel(target, "naive"), library, options,
                          runs_root=run.path / "runs", say=lambda line: say(f"optimize {TARGET}: {line}"))
     result.optimized = {"run": str(optimized.run.path), "best_speedup": optimized.best_speedup,

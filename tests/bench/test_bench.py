@@ -13,6 +13,7 @@ from conftest import FIXTURES
 from klineage.bench import bench, budget_to_fraction, leave_one_out, without_workload
 from klineage.errors import ConfigError
 from klineage.optimize import OptimizeOptions
+from klineage.optimize.memory import MemoryStore, Observation
 from klineage.runs import Budget
 from klineage.skills import Scope, Trial
 from klineage.skills.library import Library
@@ -78,9 +79,13 @@ def test_leave_one_out_strips_the_workload_from_cards():
     assert kept.verification == [] and not kept.admitted, "its only held-out success was on W"
     assert without_workload(only_self, "transpose") is None
     dot = load_workload(FIXTURES / "dot")
-    inputs = leave_one_out([shared, only_self], dot, [FIXTURES / "dot", FIXTURES / "axpy"])
+    memory = MemoryStore(brain="rules", workloads=["rmsnorm", "dot"], budgets={}, spent={},
+                         observations=[Observation(workload=w, feature="unroll", verdict="accepted",
+                                                   speedup=1.5) for w in ("rmsnorm", "dot")])
+    inputs = leave_one_out([shared, only_self], dot, [FIXTURES / "dot", FIXTURES / "axpy"], memory)
     assert [e.workload for e in inputs.experts] == ["axpy"], "never the workload's own expert"
-    assert len(inputs.cards) == 2 and {p.workload for p in inputs.memory} >= {"rmsnorm"}
+    assert len(inputs.cards) == 2
+    assert [o.workload for o in inputs.memory] == ["rmsnorm"], "never what memory saw on W"
 
 
 def test_budget_to_90_percent_of_the_final_gain():
@@ -88,9 +93,11 @@ def test_budget_to_90_percent_of_the_final_gain():
              {"gate_runs": 2, "wall_s": 2.0, "best_speedup": 3.0},
              {"gate_runs": 3, "wall_s": 3.0, "best_speedup": 3.5},
              {"gate_runs": 4, "wall_s": 4.0, "best_speedup": 4.0}]
-    assert budget_to_fraction(curve) == {"gate_runs": 3, "wall_s": 3.0}  # 4**0.9 = 3.48
+    curve[2].update(calls=5, tokens=900)
+    # 4**0.9 = 3.48: reached at the third point; calls and tokens where the curve has them
+    assert budget_to_fraction(curve) == {"gate_runs": 3, "wall_s": 3.0, "calls": 5, "tokens": 900}
     flat = [{"gate_runs": 1, "wall_s": 1.0, "best_speedup": 1.0}]
-    assert budget_to_fraction(flat) == {"gate_runs": 1, "wall_s": 1.0}
+    assert budget_to_fraction(flat) == {"gate_runs": 1, "wall_s": 1.0, "calls": None, "tokens": None}
     assert budget_to_fraction([]) is None
 
 

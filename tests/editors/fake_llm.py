@@ -170,7 +170,20 @@ def rules_brain(prompt: str) -> str:
         return answer_text(state, edits[0], "Removing one optimization.") if edits else "FEATURE: none"
     if prompt.startswith("# Task: make this kernel faster"):
         proposals = rules.improve(state, EditContext(workload=None)).proposals  # type: ignore[arg-type]
-        return answer_text(state, proposals[0].edit, "One change.") if proposals else "FEATURE: none"
+        # as a model reading its feedback would: not the change it already tried on this version
+        tried = len(re.findall(r"^\d+\. ", prompt.split("Attempts on this version so far", 1)[-1],
+                               re.M)) if "Attempts on this version so far" in prompt else 0
+        if not proposals:
+            return "FEATURE: none"
+        return answer_text(state, proposals[tried % len(proposals)].edit, "One change.")
+    if prompt.startswith("# Task: apply these skill cards together"):
+        for block in re.findall(r"```json\n(.*?)\n```", prompt, re.S):
+            card = json.loads(block)
+            params = (card.get("rewrite") or {}).get("params") or {}
+            found = rules.rederive(state, card["feature"], EditContext(workload=None), params)  # type: ignore[arg-type]
+            if found.proposals:
+                return answer_text(state, found.proposals[0].edit, "Applying the cards that hold.")
+        return "None of these cards applies here."
     feature = re.match(r"# Task: \w+ (?:one optimization \(forward step\)|a skill card): (\w+)", prompt)[1]
     tunables: dict[str, Any] = {}
     if prompt.startswith("# Task: apply"):

@@ -112,8 +112,12 @@ def test_materialize_sends_the_whole_card_and_improve_its_memory(name, fake_llm)
     for text in (card.intent, card.anchor, card.preconditions[0].reason,
                  json.dumps(card.carrier.after)[1:-1], "verdict: slower"):
         assert text in prompt
-    answer = brain.improve(plain, EditContext(workload=workload, extra={"memory": "unrolling paid 2x"}))
-    assert "unrolling paid 2x" in fake_llm.prompts()[-1]
+    answer = brain.improve(plain, EditContext(workload=workload, extra={"knowledge": "unrolling paid 2x"}))
+    prompt = fake_llm.prompts()[-1]
+    assert "## Knowledge you are given\nunrolling paid 2x" in prompt
+    # every method is told the machine and that the flags are its to set (v1 said "What you may
+    # use: (nothing)" to none, and a real model never used OpenMP)
+    assert "OpenMP is available" in prompt and "What you may use" not in prompt
     assert answer.failures == [] and answer.proposals[0].direction == "improve"
 
 
@@ -132,3 +136,13 @@ def test_admission_asks_an_llm_again_with_the_compiler_errors(fake_llm, quick, t
     assert "verdict: compile_error" in fake_llm.prompts()[1]
     assert "compiler output" in fake_llm.prompts()[1]
     assert card.verification[-1].verdict in {"accepted", "slower"}
+
+
+def test_a_short_stand_in_key_is_not_redacted_out_of_every_record(monkeypatch):
+    from editors.conftest import SECRET
+    from klineage.editors._llm import redact
+
+    monkeypatch.setenv("OPENAI_API_KEY", "relay")  # a local server's stand-in, no secret
+    assert redact('"model": "relay-model"') == '"model": "relay-model"'
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    assert redact(f"key {SECRET} here") == "key *** here"

@@ -40,7 +40,7 @@ def _assert_naive_and_charged(result, brain):
     assert set(summary["features_removed"]) >= {"omp_parallel", "omp_simd", "restrict", "unroll"}
     charges = result.run.events(Charge)
     whats = {e.what for e in charges if e.kind == "brain"}
-    assert {f"{brain}.simplify@v1", f"{brain}.rederive@v1"} <= whats
+    assert {f"{brain}.simplify@v2", f"{brain}.rederive@v2"} <= whats
     assert summary["spent"]["calls"] == sum(e.cost["calls"] for e in charges if e.kind == "brain")
     assert summary["spent"]["usd"] > 0 and summary["spent"]["gate_runs"] > 0
 
@@ -55,9 +55,9 @@ def test_openai_mine_records_and_a_replay_reproduces_its_decisions(tmp_path, qui
         server.stop()
     _assert_naive_and_charged(recorded, "openai")
     prompts = {json.loads(line)["prompt"] for line in cassette.read_text().splitlines()}
-    assert prompts >= {"simplify@v1", "rederive@v1"}
+    assert prompts >= {"simplify@v2", "rederive@v2"}
     if recorded.cards:  # whether a step measured an effect depends on this machine's timing
-        assert {"lift@v1", "materialize@v1"} <= prompts
+        assert {"lift@v2", "materialize@v2"} <= prompts
     # the server is gone: every answer now comes from the cassette
     try:
         replayed = _mine(tmp_path, _options(quick, server.url, brain="replay", replay=cassette,
@@ -66,7 +66,7 @@ def test_openai_mine_records_and_a_replay_reproduces_its_decisions(tmp_path, qui
         # After the walk, what is asked depends on timing verdicts (a step re-derived as fast or
         # not, a card lifted or not), which a loaded machine can flip: the replay may then reach
         # a request the recording never made. The walk itself must have replayed exactly.
-        assert re.search(r"for this (rederive|lift|materialize)@v1 request", str(diverged)), diverged
+        assert re.search(r"for this (rederive|lift|materialize)@v2 request", str(diverged)), diverged
         replayed = RunDir.open(Path(str(diverged).rsplit("--resume ", 1)[1]))
     assert _decisions(replayed) == _decisions(recorded.run)
     # no API key anywhere in what the runs and the cassette wrote
@@ -78,7 +78,7 @@ def test_openai_mine_records_and_a_replay_reproduces_its_decisions(tmp_path, qui
 def test_a_replay_that_diverges_fails_clearly(tmp_path, quick):
     cassette = tmp_path / "empty.jsonl"
     cassette.write_text("")
-    with pytest.raises(BrainError, match="has no recorded answer for this simplify@v1 request"):
+    with pytest.raises(BrainError, match="has no recorded answer for this simplify@v2 request"):
         _mine(tmp_path, _options(quick, "http://127.0.0.1:9", brain="openai", replay=cassette,
                                  admit_on=()))
 

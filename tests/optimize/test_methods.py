@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from conftest import FIXTURES
 from klineage.editors import get_editor
-from klineage.optimize._context import ExpertSource, MemoryPair, memory_pairs, memory_text
-from klineage.optimize.methods import MethodInputs, make_method
+from klineage.optimize._context import ExpertSource
+from klineage.optimize._table import table_for
+from klineage.optimize.memory import Observation, memory_text
+from klineage.optimize.methods import MethodInputs, make_method, without_when
 from klineage.workload import KernelState, load_kernel, load_workload
 from optimize.cards import card
 
@@ -48,26 +50,56 @@ def test_none_is_a_seeded_random_order():
     assert len(orders) > 1
 
 
-def test_memory_ranks_by_past_success_counts():
-    pairs = [MemoryPair("w1", "unroll", 1.5, "x"), MemoryPair("w2", "unroll", 1.2, "x"),
-             MemoryPair("w3", "unroll", 1.1, "x"), MemoryPair("w1", "restrict", 1.3, "x"),
-             MemoryPair("w2", "restrict", 1.1, "x"), MemoryPair("w1", "omp_simd", 1.4, "x"),
-             MemoryPair("w2", "omp_parallel", 0.5, "x")]
+def _seen(workload, feature, verdict="accepted", speedup=None, diff=""):
+    return Observation(workload=workload, feature=feature, verdict=verdict, speedup=speedup,
+                       reason="paired time ratio" if speedup else "compile: error: x", diff=diff)
+
+
+def test_memory_ranks_by_what_its_own_runs_saw_succeed():
+    seen = [_seen("w1", "unroll", speedup=1.5), _seen("w2", "unroll", speedup=1.2),
+            _seen("w3", "unroll", speedup=1.1), _seen("w1", "restrict", speedup=1.3),
+            _seen("w2", "restrict", speedup=1.1), _seen("w1", "omp_simd", speedup=1.4),
+            _seen("w2", "omp_parallel", "incorrect")]
     for seed in range(3):
-        order, method = _order("memory", MethodInputs(memory=pairs), seed=seed)
+        order, method = _order("memory", MethodInputs(memory=seen), seed=seed)
         assert order == ["unroll", "restrict", "omp_simd", "omp_parallel"]
-    text = method.extra()["memory"]
-    assert "unroll: faster in 3 of 3" in text and "omp_parallel: faster in 0 of 1" in text
+    text = method.knowledge(None, None)
+    assert "unroll made it 1.50x faster" in text and "omp_parallel failed: incorrect" in text
     assert "precondition" not in text.lower() and "requires" not in text
 
 
-def test_memory_pairs_come_from_cards_without_the_excluded_workload():
-    cards = [card("omp_simd", workload="softmax"), card("restrict", workload="axpy")]
-    pairs = memory_pairs(cards, exclude_workload="axpy")
-    # effects and held-out trials (the builder logs one on softmax) both count; axpy's do not
-    assert {(p.workload, p.feature) for p in pairs} == {("softmax", "omp_simd"), ("softmax", "restrict")}
-    assert {p.source.split()[0] for p in pairs} == {"card", "trial"}
+def test_memory_text_shows_the_diffs_of_its_best_pairs_and_nothing_when_empty():
+    text = memory_text([_seen("w1", "omp_simd", speedup=2.0, diff="-a\n+b"),
+                        _seen("w1", "unroll", "slower", speedup=0.9)])
+    assert "```diff\n-a\n+b\n```" in text and "unroll" not in text  # slower: neither pair nor failure
     assert memory_text([]) == "No past optimizations are remembered."
+
+
+def test_rules_table_puts_allowed_techniques_first_and_never_forbidden_ones():
+    # memory-bound, nothing present: parallelise, then unit stride, then vectorise; no unroll
+    allowed, forbidden, reasons = table_for("memory", set(), "c")
+    assert allowed[:2] == ["omp_parallel", "loop_interchange"] and "unroll" in forbidden
+    assert len(reasons) >= 3 and not any("GPU" in why for why in reasons), "C: no GPU rows"
+    assert "vectorized_access" in table_for("memory", set(), "cuda")[0]
+    # once parallel, that row is off: the kernel's features change the table's answer
+    assert "omp_parallel" not in table_for("memory", {"omp_parallel"}, "c")[0]
+    # unprofiled: every row applies, so unroll is forbidden by the memory rows
+    order, method = _order("rules-table", MethodInputs())
+    assert order[:3] == ["omp_parallel", "restrict", "omp_simd"] and "unroll" not in order
+    text = method.knowledge(KernelState.from_spec(load_kernel(load_workload(FIXTURES / "axpy"),
+                                                              "plain")), None)
+    assert "decision table" in text and "forbidden: " in text
+
+
+def test_nowhen_sees_the_same_cards_without_their_when():
+    stripped = without_when(card("omp_simd", ratio=4.0, admitted=False))
+    assert not (stripped.preconditions or stripped.risk or stripped.effect or stripped.verification)
+    assert stripped.intent and stripped.carrier.summary and stripped.rewrite is not None
+    cards = [card("restrict", category="tuning", ratio=1.2), card("omp_simd", ratio=4.0),
+             card("unroll", admitted=False)]
+    order, _ = _order("klineage-nowhen", MethodInputs(cards=cards))
+    # no admission, effect or risk left to rank or filter by: every card is tried
+    assert sorted(order) == ["omp_simd", "restrict", "unroll"]
 
 
 def test_expert_source_ranks_by_features_the_experts_show():
@@ -77,7 +109,7 @@ def test_expert_source_ranks_by_features_the_experts_show():
     for seed in range(3):
         order, method = _order("expert-source", MethodInputs(experts=experts), seed=seed)
         assert order[:2] == ["restrict", "omp_simd"] and set(order[2:]) == {"omp_parallel", "unroll"}
-    assert "expert kernel of a" in method.extra()["expert_source"]
+    assert "expert kernel for a related problem (a)" in method.knowledge(None, None)
 
 
 def test_klineage_follows_retrieval_and_skips_unadmitted_cards():

@@ -156,6 +156,9 @@ class Backend(Protocol):
     modeled: bool
     """Times come from a model, not a device (the null backend): the gate times such kernels
     with the least effort, as there is no noise to average."""
+    base_flags: tuple[str, ...]
+    """What every build gets before the kernel's own flags (brains are told, so they do not
+    repeat or fight them)."""
     denied_symbols: dict[str, tuple[str, ...]]
     """Backend-specific additions to the static deny-list: {why: (glob patterns)}."""
     allowed_symbols: tuple[str, ...]

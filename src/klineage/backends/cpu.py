@@ -46,6 +46,7 @@ class CpuBackend:
 
     name = "cpu"
     modeled = False
+    base_flags = _BASE_FLAGS
     denied_symbols: ClassVar[dict[str, tuple[str, ...]]] = {}
     allowed_symbols: ClassVar[tuple[str, ...]] = ()
 

@@ -66,6 +66,7 @@ class CudaBackend:
 
     name = "cuda"
     modeled = False
+    base_flags = _BASE_FLAGS
     denied_symbols = DENIED_SYMBOLS
     allowed_symbols = ALLOWED_SYMBOLS
 

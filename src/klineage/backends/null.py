@@ -37,6 +37,7 @@ class NullBackend:
 
     name = "null"
     modeled = True
+    base_flags = ()
     denied_symbols: ClassVar[dict[str, tuple[str, ...]]] = {}
     allowed_symbols: ClassVar[tuple[str, ...]] = ()
 

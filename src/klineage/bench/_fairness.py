@@ -4,8 +4,9 @@ Nobody sees W's own expert or anything measured on W:
 - klineage gets each card as it would be had W never been mined: W's effects, transitions, gate
   reports, trials and op are removed; a card left with no effect is dropped, and a card stays
   admitted only when a passing held-out trial on another workload remains;
-- memory gets only the pairs measured on other workloads (no past optimize runs, so repeats and
-  methods cannot learn from each other inside one bench);
+- memory gets only what its store observed on other workloads (the store is built before the
+  bench and never written during it, so repeats and methods cannot learn from each other);
+- klineage-nowhen gets klineage's cards, stripped of their "when" by the method itself;
 - expert-source gets the expert sources of the suite's other workloads.
 """
 
@@ -15,7 +16,8 @@ from pathlib import Path
 
 from klineage.errors import ConfigError
 from klineage.optimize import MethodInputs
-from klineage.optimize._context import expert_sources, memory_pairs
+from klineage.optimize._context import expert_sources
+from klineage.optimize.memory import MemoryStore
 from klineage.skills.card import Evidence, SkillCard
 from klineage.workload import Workload
 
@@ -50,11 +52,12 @@ def without_workload(card: SkillCard, workload: str, op: str | None = None) -> S
         "admitted": card.admitted and any(t.held_out and t.passed for t in trials)})
 
 
-def leave_one_out(cards: list[SkillCard], workload: Workload, suite: list[Path]) -> MethodInputs:
+def leave_one_out(cards: list[SkillCard], workload: Workload, suite: list[Path],
+                  memory: MemoryStore | None = None) -> MethodInputs:
     """What the methods may see when optimizing ``workload``."""
     name = workload.name
     filtered = [c for c in (without_workload(card, name, workload.op) for card in cards)
                 if c is not None]
     return MethodInputs(cards=filtered,
-                        memory=memory_pairs(cards, runs_root=None, exclude_workload=name),
+                        memory=memory.without(name) if memory else [],
                         experts=expert_sources(suite, exclude_workload=name))

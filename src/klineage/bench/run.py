@@ -25,6 +25,7 @@ from klineage.bench.records import BenchRecord
 from klineage.errors import ConfigError, KlineageError, MachineLoadedError
 from klineage.gate import GateOptions
 from klineage.optimize import DEFAULT_BUDGET, METHODS, OptimizeOptions, optimize
+from klineage.optimize.memory import MemoryStore
 from klineage.runs import Event, Run, RunMeta
 from klineage.skills.library import Library
 from klineage.workload import KernelState, Workload, load_kernel, load_workload
@@ -85,13 +86,17 @@ def bench(suite: Path, library: Library | None, methods: list[str],
     if unknown or not methods:
         raise ConfigError(f"--methods: unknown {', '.join(unknown) or '(none given)'} "
                           f"(choose from {', '.join(METHODS)})")
+    options = options or OptimizeOptions()
+    if "memory" in methods and options.memory is None:
+        raise ConfigError("--methods memory needs the memory's own store: --memory DIR (build it "
+                          "with `klineage memory build --like MINE_RUN ...`)")
+    memory = MemoryStore.load(options.memory) if options.memory else None
     say = say or (lambda _: None)
     folders = suite_workloads(suite)
     full_only = [f.name for f in folders if quick and not load_workload(f, quick=True).quick]
     if full_only:
         raise ConfigError(f"--quick: {', '.join(full_only)} declare no [quick_axes]; bench without "
                           f"--quick")
-    options = options or OptimizeOptions()
     budget, brain = options.budget or DEFAULT_BUDGET, options.brain
     options = replace(options, budget=budget)
     base_seed = seed if seed is not None else secrets.randbits(20)
@@ -105,7 +110,7 @@ def bench(suite: Path, library: Library | None, methods: list[str],
         workload = load_workload(folder, quick=quick)
         start_spec = load_kernel(workload, start)
         reference = _expert_times(run, workload, start_spec, expert, options.gate, say)
-        inputs = leave_one_out(cards, workload, folders)
+        inputs = leave_one_out(cards, workload, folders, memory)
         for repeat in range(repeats):
             run_seed = base_seed + repeat
             for method in methods:
@@ -193,7 +198,7 @@ def budget_to_fraction(curve: list[dict[str, Any]], fraction: float = 0.9) -> di
     final = curve[-1]["best_speedup"]
     target = math.exp(fraction * math.log(final)) if final > 1 else 0.0
     point = next(p for p in curve if p["best_speedup"] >= target - 1e-12)
-    return {"gate_runs": point["gate_runs"], "wall_s": point["wall_s"]}
+    return {key: point.get(key) for key in ("gate_runs", "wall_s", "calls", "tokens")}
 
 
 def summarize(results: list[dict[str, Any]], methods: list[str]) -> list[dict[str, Any]]:

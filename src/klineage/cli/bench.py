@@ -12,16 +12,20 @@ from rich.table import Table
 
 from klineage.cli._brains import BrainOpt, ConfigOpt, RecordOpt, ReplayOpt, brain_settings
 from klineage.cli._common import BackendOpt, JsonOpt, QuickOpt, RunsOpt, ThreadsOpt, console, user_errors
+from klineage.cli.memory import MemoryOpt
 
 __all__ = ["bench_command", "bench_tables"]
 
 
 def bench_command(
     suite: Annotated[Path, typer.Argument(help="A folder of workload folders, or one workload.")],
-    library: Annotated[Path | None, typer.Option(help="Skill library (klineage and memory use it).")]
-        = None,
-    methods: Annotated[str, typer.Option(help="Comma-separated: klineage,none,memory,expert-source.")]
-        = "klineage,none,memory,expert-source",
+    library: Annotated[Path | None, typer.Option(
+        help="Skill library (klineage and klineage-nowhen use it).")] = None,
+    methods: Annotated[str, typer.Option(
+        help="Comma-separated, of klineage, klineage-nowhen, none, memory (needs --memory), "
+             "rules-table, expert-source. Default: klineage, none, rules-table, expert-source.",
+        show_default=False)] = "klineage,none,rules-table,expert-source",
+    memory: MemoryOpt = None,
     budget: Annotated[str, typer.Option(help="Per run, e.g. gate_runs=6 or gate_runs=6,wall=5m.")]
         = "gate_runs=6",
     repeats: Annotated[int, typer.Option(min=1, help="Runs per method and workload.")] = 1,
@@ -47,7 +51,8 @@ def bench_command(
         lib = Library.open(library) if library is not None else None
         with console.status("", spinner="dots") as status:
             gate = GateOptions(threads=threads, trials=5, compare_s=2.0, backend=backend)
-            options = OptimizeOptions(**brain_settings(brain, budget, config, record, replay), gate=gate)
+            options = OptimizeOptions(**brain_settings(brain, budget, config, record, replay), gate=gate,
+                                      memory=memory)
             result = bench(suite, lib, [m.strip() for m in methods.split(",") if m.strip()],
                            options, repeats=repeats, runs_root=runs, start=start, seed=seed,
                            quick=quick,

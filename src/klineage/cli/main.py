@@ -268,6 +268,10 @@ def _mount_subcommands() -> None:
     from klineage.cli.bench import bench_command
 
     app.command("bench")(bench_command)
+    from klineage.cli.memory import memory_app
+
+    app.add_typer(memory_app, name="memory",
+                  help="Build the memory baseline's store from its own forward runs.")
 
 
 _mount_subcommands()

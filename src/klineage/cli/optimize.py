@@ -21,6 +21,7 @@ from klineage.cli._common import (
     user_errors,
     workload_at,
 )
+from klineage.cli.memory import MemoryOpt
 from klineage.errors import ConfigError
 
 __all__ = ["optimize_command", "retrieval_table"]
@@ -33,7 +34,9 @@ def optimize_command(
     start: Annotated[str, typer.Option(help="The kernel to start from.")] = "naive",
     library: Annotated[Path | None, typer.Option(help="Skill library (needed by --method klineage).")] = None,
     budget: BudgetOpt = None,
-    method: Annotated[str, typer.Option(help="klineage | none | memory | expert-source.")] = "klineage",
+    method: Annotated[str, typer.Option(
+        help="klineage | klineage-nowhen | none | memory | rules-table | expert-source.")] = "klineage",
+    memory: MemoryOpt = None,
     brain: BrainOpt = None,
     config: ConfigOpt = None,
     record: RecordOpt = None,
@@ -58,12 +61,12 @@ def optimize_command(
     with user_errors():
         if method not in METHODS:
             raise ConfigError(f"--method: unknown method {method!r} (one of {', '.join(METHODS)})")
-        if method == "klineage" and library is None and resume is None:
-            raise ConfigError("--method klineage needs --library DIR (a mined skill library)")
+        if method in ("klineage", "klineage-nowhen") and library is None and resume is None:
+            raise ConfigError(f"--method {method} needs --library DIR (a mined skill library)")
         loaded = workload_at(workload, quick)
         lib = Library.open(library) if library is not None else None
         options = OptimizeOptions(**brain_settings(brain, budget, config, record, replay, resume),
-                                  method=method, seed=seed, sol_target=sol_target,
+                                  method=method, seed=seed, sol_target=sol_target, memory=memory,
                                   gate=GateOptions(threads=threads, trials=5, compare_s=2.0, backend=backend))
         with console.status("", spinner="dots") as status:
             kernel = load_kernel(loaded, start) if resume is None else None  # the run has its own
@@ -83,7 +86,7 @@ def optimize_command(
 
 def retrieval_table(rows: list[dict[str, Any]], method: str = "klineage") -> Table | str:
     """Chosen cards with rank and score parts, then skipped cards with the reason."""
-    if method != "klineage":
+    if method not in ("klineage", "klineage-nowhen"):
         return f"retrieval is not used by --method {method}"
     table = Table(title="retrieval on the start kernel")
     for column in ("rank", "skill", "feature", "score"):

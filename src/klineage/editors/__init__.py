@@ -52,9 +52,9 @@ def _api_editor(name: str, config: Config, record: Path | None, replay: Path | N
         if replay is None:
             raise ConfigError("the replay brain needs --replay CASSETTE")
         player = ReplayClient(Cassette(replay))
-        provider, model = player.provider, player.recorded_model()
-        api = getattr(config.brains, provider)
-        return LLMEditor("replay", player, model, api.temperature, api.max_tokens, config)
+        # the request as recorded: its model, temperature and max_tokens are part of its key
+        model, temperature, max_tokens = player.recorded_settings()
+        return LLMEditor("replay", player, model, temperature, max_tokens, config)
     api = getattr(config.brains, name)
     if replay is not None:
         client = ReplayClient(Cassette(replay), provider=name)

@@ -46,6 +46,9 @@ class ChatRequest:
     """Template and version, e.g. ``simplify@v1`` (recorded, not part of the key)."""
     feedback: str = ""
     """The gate-feedback part of ``user`` (left out of the loose key)."""
+    machine: str = ""
+    """The machine-and-toolchain part of ``user`` (left out of the loose key: a cassette recorded
+    on one machine replays on another)."""
 
     def key(self) -> str:
         """sha256 of the normalised request: what a cassette is keyed by."""
@@ -54,7 +57,9 @@ class ChatRequest:
     def loose_key(self) -> str:
         """The key with the gate feedback, measured numbers and timestamps masked out: a replay
         falls back to it when timing noise changed a prompt but not what was asked."""
-        user = self.user.replace(self.feedback, "") if self.feedback.strip() else self.user
+        user = self.user
+        for volatile in (self.feedback, self.machine):
+            user = user.replace(volatile, "") if volatile.strip() else user
         user = _TIMESTAMP.sub("<time>", user)
         return self._digest(_DECIMAL.sub("<num>", user))
 
@@ -120,21 +125,26 @@ class LLMEditor:
         return self._answer(reply, usage, simpler, "insert", feature, None, "rederive")
 
     def materialize(self, state: KernelState, card: Any, ctx: EditContext) -> Answer:
-        dump = (card.model_dump_json(indent=1, exclude={"created_at"}) if hasattr(card, "model_dump_json")
-                else json.dumps(card, default=str))
+        """One card, or a list of cards to apply together (the ``materialize_joint`` prompt)."""
+        fields = kernel_fields(state, ctx.workload, ctx.feedback)
+        if isinstance(card, list):
+            fields["cards"] = "\n\n".join(f"```json\n{_card_json(c)}\n```" for c in card)
+            reply, usage, failure = self._ask("materialize_joint", fields, state, ctx)
+            if reply is None:
+                return Answer([], usage, [failure])
+            return self._answer(reply, usage, state, "improve", None, None, "materialize_joint")
         feature = getattr(card, "feature", None) or "none"
-        fields = {**kernel_fields(state, ctx.workload, ctx.feedback), "card": dump, "feature": feature}
+        fields.update(card=_card_json(card), feature=feature)
         reply, usage, failure = self._ask("materialize", fields, state, ctx)
         if reply is None:
             return Answer([], usage, [failure])
         return self._answer(reply, usage, state, "insert", feature, None, "materialize")
 
     def improve(self, state: KernelState, ctx: EditContext) -> Answer:
-        memory = ctx.extra.get("memory") or ""
-        expert = ctx.extra.get("expert_source") or ""
-        given = (f"Summarised memory of past slow→fast pairs:\n{memory}\n" if memory else "") + (
-            f"An expert kernel for a related problem:\n```\n{expert}\n```\n" if expert else "")
-        fields = {**kernel_fields(state, ctx.workload, ctx.feedback), "memory": given or "(nothing)"}
+        """``ctx.extra["knowledge"]``: what the method gives (memory, a decision table, expert
+        sources, skill cards), the same heading for every method."""
+        fields = {**kernel_fields(state, ctx.workload, ctx.feedback),
+                  "memory": ctx.extra.get("knowledge") or "(nothing)"}
         reply, usage, failure = self._ask("improve", fields, state, ctx)
         if reply is None:
             return Answer([], usage, [failure])
@@ -164,7 +174,7 @@ class LLMEditor:
         system, user = render(template, fields, self.prompt_version, self.answer_format)
         request = ChatRequest(self.client.provider, self.model, system, user, self.temperature,
                               self.max_tokens, f"{template}@{self.prompt_version}",
-                              str(fields.get("feedback", "")))
+                              str(fields.get("feedback", "")), str(fields.get("machine", "")))
         try:
             reply = self._call(request, state, ctx)
         except CallFailed as exc:
@@ -187,6 +197,11 @@ class LLMEditor:
             return Answer([], usage, [f"{self.name} {template}: {problem}"])
         pass_name = f"{self.name}:{template}@{self.prompt_version}"
         return Answer([proposal_from(state, found, direction, pass_name)], usage)
+
+
+def _card_json(card: Any) -> str:
+    return (card.model_dump_json(indent=1, exclude={"created_at"}) if hasattr(card, "model_dump_json")
+            else json.dumps(card, default=str))
 
 
 def check_feature(feature: str | None, direction: str, expected: str | None,
@@ -236,11 +251,16 @@ def _changed(old: KernelState, new: KernelState) -> tuple[Site, ...]:
                  end_byte=start + len(text), text=text),)
 
 
+MIN_SECRET_CHARS = 12
+
+
 def redact(text: str) -> str:
     """``text`` with every configured API key replaced: keys never reach a log or a message."""
     for provider in ("openai", "anthropic"):
         key = settings.api_key(provider)
-        if key and len(key) >= 4:
+        # A provider's key is long; a short stand-in for a local server ("relay") is no secret,
+        # and replacing it everywhere turned the recorded model "relay-model" into "***-model".
+        if key and len(key) >= MIN_SECRET_CHARS:
             text = text.replace(key, "***")
     return text
 

@@ -7,17 +7,24 @@ change of wording is a new version folder, never an edit of a released one.
 
 from __future__ import annotations
 
+import functools
+import os
 from importlib import resources
 from string import Template
 from typing import Any
 
+from klineage.errors import KlineageError
 from klineage.source import CATALOGUE, FeatureHit, detect
 from klineage.workload import LANGUAGES, KernelState, Workload
 
-__all__ = ["PROMPT_VERSION", "catalogue_text", "features_text", "kernel_fields", "render",
-           "safe_detect", "workload_text"]
+__all__ = ["PROMPT_VERSION", "catalogue_text", "features_text", "kernel_fields", "machine_text",
+           "render", "safe_detect", "workload_text"]
 
-PROMPT_VERSION = "v1"
+PROMPT_VERSION = "v2"
+"""v2: improve and materialize show the machine and toolchain (so every method knows it may set
+OpenMP and other flags), the gate's result on the kernel and every attempt on it; the method's
+knowledge has one neutral heading (v1 printed "What you may use: (nothing)" for ``none``, and a
+model took that as a ban); ``materialize_joint`` applies several cards in one version."""
 
 FENCES = {name: lang.fence for name, lang in LANGUAGES.items()}
 
@@ -48,10 +55,36 @@ def safe_detect(state: KernelState) -> list[FeatureHit]:
 
 def kernel_fields(state: KernelState, workload: Workload, feedback: str = "") -> dict[str, Any]:
     return {"language": state.language, "fence": FENCES.get(state.language, ""),
+            "machine": machine_text(state.language),
             "file_name": state.file_name, "kernel": state.source.rstrip("\n"),
             "flags_text": " ".join(state.flags) or "(none)", "workload": workload_text(workload),
             "features": features_text(safe_detect(state)), "catalogue": catalogue_text(state.language),
             "feedback": feedback.strip() or "(none)"}
+
+
+@functools.cache
+def machine_text(language: str) -> str:
+    """Where the kernel is gated, and what the answer may change besides the source."""
+    from klineage.backends import backend_for
+
+    try:
+        backend = backend_for(language)
+        where = backend.platform()
+        tools = ", ".join(f"{k} {v}" for k, v in sorted(backend.toolchain().items()))
+        base = backend.base_flags
+    except KlineageError as exc:
+        where, tools, base = f"unknown ({exc})", "unknown", ()
+    lines = [f"- gate platform: {where}; toolchain: {tools}"]
+    if base:
+        lines.append(f"- every build gets {' '.join(base)} before the kernel's own flags")
+    if language in ("c", "cpp"):
+        lines.append(f"- {len(os.sched_getaffinity(0))} CPU cores; kernels are timed with all of "
+                     "them unless their kernel.toml names a thread count; OpenMP is available "
+                     "(add -fopenmp to the flags)")
+    lines.append("- the compile flags are part of your answer (the FLAGS line): add or drop "
+                 "flags as the kernel needs; what the tolerance allows decides whether "
+                 "approximate math is sound")
+    return "\n".join(lines)
 
 
 def workload_text(workload: Workload) -> str:

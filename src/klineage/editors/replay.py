@@ -87,11 +87,13 @@ class ReplayClient:
             self._loose[record.get("loose_key", "")].append(record)
         self._served: dict[str, int] = defaultdict(int)
 
-    def recorded_model(self) -> str:
+    def recorded_settings(self) -> tuple[str, float, int]:
+        """(model, temperature, max_tokens) of the first recorded request."""
         records = [r for queue in self._queue.values() for r in queue]
         if not records:
             raise ConfigError(f"--replay: {self.cassette.path}: the cassette is empty")
-        return records[0]["model"]
+        request = records[0]["request"]
+        return records[0]["model"], request["temperature"], request["max_tokens"]
 
     def complete(self, request: ChatRequest) -> ChatReply:
         key = request.key()

@@ -9,12 +9,20 @@ from __future__ import annotations
 
 from klineage.gate import GateReport
 
-__all__ = ["report_feedback", "trim"]
+__all__ = ["report_feedback", "trim", "trim_lines"]
 
 
 def trim(text: str, limit: int = 600) -> str:
     text = text.strip()
     return text if len(text) <= limit else text[: limit - 15].rstrip() + " … (trimmed)"
+
+
+def trim_lines(text: str, lines: int = 12, width: int = 240) -> str:
+    """The first ``lines`` lines, each cut at ``width``, and how many more there were."""
+    rows = [row[:width] for row in text.strip().splitlines()]
+    if len(rows) > lines:
+        rows = [*rows[:lines], f"... ({len(rows) - lines} more lines)"]
+    return "\n".join(rows)
 
 
 def report_feedback(report: GateReport, limit_lines: int = 25) -> str:

@@ -2,9 +2,15 @@
 it only when it is correct and faster than the current best by the paired comparison.
 
 Stops, in this order of checks before each candidate: the budget (``Meter.exhausted``), the
-speed-of-light target (the best kernel reached ``sol_target`` of its bound), and nothing left to
-try. Every candidate is one ``candidate`` event in the run's log; ``resume`` replays them, so a
-killed run continues without re-gating (gate reports are also cached per fingerprint).
+speed-of-light target (the best kernel reached ``sol_target`` of its bound), an LLM brain that
+gave no new kernel ``MAX_IDLE`` times in a row, and nothing left to try (the rules brain). Every
+stop is stated in ``stop_reason``.
+
+With an LLM brain the brain is told, each time, the gate's result on the best kernel and every
+attempt on it (``_feedback.History``), and a failed card is retried once with that feedback
+(``Method.retry``). Every candidate is one ``candidate`` event in the run's log; ``resume``
+replays them, feedback included, so a killed run continues without re-gating (gate reports are
+also cached per fingerprint).
 """
 
 from __future__ import annotations
@@ -18,8 +24,19 @@ from klineage.config import Config
 from klineage.editors import Editor, MeteredEditor, get_editor
 from klineage.errors import ConfigError
 from klineage.gate import GateOptions, GateReport
-from klineage.optimize._context import expert_sources, memory_pairs
-from klineage.optimize.methods import METHODS, Candidate, KlineageMethod, Method, MethodInputs, make_method
+from klineage.lineage._feedback import report_feedback
+from klineage.optimize._context import expert_sources
+from klineage.optimize._feedback import Attempt, History
+from klineage.optimize.memory import MemoryStore
+from klineage.optimize.methods import (
+    METHODS,
+    Candidate,
+    KlineageMethod,
+    Method,
+    MethodInputs,
+    describe,
+    make_method,
+)
 from klineage.optimize.records import OptimizeRecord
 from klineage.runs import Budget, Event, Run, RunMeta, check_resume
 from klineage.skills.card import Trial
@@ -34,6 +51,10 @@ __all__ = ["CandidateGated", "OptimizeFinished", "OptimizeMeta", "OptimizeOption
 SayFn = Callable[[str], None]
 RESULT_FILE = "optimize.json"
 DEFAULT_BUDGET = Budget(gate_runs=8)
+MAX_IDLE = 3
+"""An LLM brain whose answers gave no new kernel this many times in a row stops the run (a
+budget of gate runs alone would otherwise never end)."""
+NO_KERNEL = ("no_proposal", "duplicate")
 
 
 class OptimizeMeta(RunMeta):
@@ -43,6 +64,8 @@ class OptimizeMeta(RunMeta):
     method: str
     seed: int
     sol_target: float
+    memory: str | None = None
+    """The memory method's store, so a resume reads the same one."""
 
 
 class StartGated(Event):
@@ -51,6 +74,8 @@ class StartGated(Event):
     event: Literal["start_gated"] = "start_gated"
     gate_runs: int
     wall_s: float
+    calls: int = 0
+    tokens: int = 0
     best_speedup: float
 
 
@@ -74,6 +99,8 @@ class CandidateGated(Event):
     kept: bool
     spent: dict[str, Any]
     diff: str
+    feedback: str = ""
+    """What the brain is told of a gated failure (verdict, first compiler errors, mismatch)."""
 
 
 class OptimizeFinished(Event):
@@ -101,11 +128,13 @@ class OptimizeResult:
         return self.record["stop_reason"]
 
 
-def default_inputs(workload: Workload, library: Library | None, runs_root: Path | None) -> MethodInputs:
-    """Everything available: the library's cards, memory from it and past runs, sibling experts."""
+def default_inputs(workload: Workload, library: Library | None,
+                   memory: MemoryStore | None = None) -> MethodInputs:
+    """Everything available: the library's cards, the memory store (less what it saw on this
+    workload), sibling experts."""
     cards = library.cards() if library is not None else []
     siblings = sorted(p for p in workload.root.parent.iterdir() if (p / "workload.toml").is_file())
-    return MethodInputs(cards=cards, memory=memory_pairs(cards, runs_root),
+    return MethodInputs(cards=cards, memory=memory.without(workload.name) if memory else [],
                         experts=expert_sources(siblings, exclude_workload=workload.name))
 
 
@@ -114,7 +143,7 @@ class OptimizeOptions:
     """How one optimization runs (resolved: every default filled in)."""
 
     method: str = "klineage"
-    """klineage | none | memory | expert-source."""
+    """One of ``METHODS``."""
     brain: str = "rules"
     budget: Budget | None = None
     """None: ``DEFAULT_BUDGET`` for a new run; on resume, the budget the run was started with."""
@@ -128,6 +157,8 @@ class OptimizeOptions:
     """Append every LLM exchange to this cassette."""
     replay: Path | None = None
     """Answer every LLM request from this cassette, offline."""
+    memory: Path | None = None
+    """The memory method's store (``klineage memory build``); required by that method."""
 
 
 def optimize(workload: Workload, start: KernelSpec | None, library: Library | None,
@@ -142,27 +173,36 @@ def optimize(workload: Workload, start: KernelSpec | None, library: Library | No
     resumed = check_resume(resume, OptimizeMeta, workload, brain=options.brain,
                            library=library.root if library else None) if resume else None
     editor = get_editor(options.brain, options.config, record=options.record, replay=options.replay)
-    if resume is not None and resumed is not None:
-        run = Run.resume(resume, resumed, options.budget, say)
+    if resumed is not None:
+        recorded = Path(resumed.memory) if resumed.memory else None
         options = replace(options, method=resumed.method, seed=resumed.seed,
-                          sol_target=resumed.sol_target)
-        start_state = KernelState.load(run.state_dir(resumed.start_state), workload)
+                          sol_target=resumed.sol_target, memory=options.memory or recorded)
         if library is None and resumed.library:
             library = Library.open(resumed.library)
+    elif options.method not in METHODS:
+        raise ConfigError(f"--method: unknown method {options.method!r} (one of {', '.join(METHODS)})")
+    elif start is None:
+        raise ConfigError("optimize: a new run needs a start kernel")
+    if inputs is None:  # before any folder is made: a refused start leaves nothing behind
+        if options.method == "memory" and options.memory is None:
+            raise ConfigError("--method memory needs its memory: --memory DIR (build it with "
+                              "`klineage memory build --like MINE_RUN ...`)")
+        inputs = default_inputs(workload, library,
+                                MemoryStore.load(options.memory) if options.memory else None)
+    if resume is not None and resumed is not None:
+        run = Run.resume(resume, resumed, options.budget, say)
+        start_state = KernelState.load(run.state_dir(resumed.start_state), workload)
     else:
-        if start is None:
-            raise ConfigError("optimize: a new run needs a start kernel")
+        assert start is not None
         start_state = KernelState.from_spec(start)
-        if options.method not in METHODS:
-            raise ConfigError(f"--method: unknown method {options.method!r} (one of {', '.join(METHODS)})")
         run = Run.create(runs_root, OptimizeMeta(
             **OptimizeMeta.about(workload), start=start.name, start_state=start_state.fingerprint,
             method=options.method, brain=options.brain, budget=options.budget or DEFAULT_BUDGET,
             seed=options.seed, sol_target=options.sol_target,
-            library=str(library.root) if library else None), say=say)
+            library=str(library.root) if library else None,
+            memory=str(options.memory) if options.memory else None), say=say)
         start_state.materialize(run.state_dir(start_state.fingerprint), workload)
-    loop = _Loop(run, workload, start_state, library, options, editor,
-                 inputs if inputs is not None else default_inputs(workload, library, runs_root))
+    loop = _Loop(run, workload, start_state, library, options, editor, inputs)
     with run.stoppable(f"klineage optimize {workload.root} --resume {run.path}"):
         return loop.run_to_end()
 
@@ -186,20 +226,37 @@ class _Loop:
         self.curve: list[dict[str, Any]] = [
             e.model_dump(exclude={"t", "event"}) for e in self.run.events(StartGated)[-1:]]
         self.best, self.chain = self.start, 1.0
+        self.history = History()
+        self.failed: Candidate | None = None
+        """The last candidate, when it failed: ``Method.retry`` may have another go at it."""
         gated = self.run.events(CandidateGated)
         for event in gated:
-            self.steps.append(event.model_dump(exclude={"t", "event", "key", "best_speedup"}))
+            self.steps.append(event.model_dump(exclude={"t", "event", "key", "best_speedup", "feedback"}))
             if event.kept and event.candidate:
                 self.best = KernelState.load(self.run.state_dir(event.candidate), self.workload)
                 self.chain = event.best_speedup
-            if event.verdict not in ("no_proposal", "duplicate"):
+            if event.verdict not in NO_KERNEL:
                 self.curve.append(self._point(event.spent, self.chain))
+            self._remember(event.key, event.feature, event.skill, event.verdict,
+                           event.feedback or event.reason, event.ratio, event.kept, event.diff)
         self.tried = {e.key for e in gated}
         self.tried_states = {s["candidate"] for s in self.steps if s["candidate"]}
+
+    def _remember(self, key: str, feature: str | None, skill: str | None, verdict: str,
+                  reason: str, ratio: float | None, kept: bool, diff: str) -> None:
+        """Feed one gated candidate into what the brain is told next."""
+        attempt = Attempt(describe(key, feature), verdict, reason, ratio if verdict == "slower" else None,
+                          diff)
+        if kept:
+            self.history.kept(attempt)
+        else:  # a duplicate too: the brain should know it proposed a kernel already gated
+            self.history.add(attempt)
+        self.failed = None if kept or verdict == "duplicate" else Candidate(key, feature, skill)
 
     @staticmethod
     def _point(spent: dict[str, Any], best: float) -> dict[str, Any]:
         return {"gate_runs": spent["gate_runs"], "wall_s": round(spent["wall_s"], 3),
+                "calls": spent["calls"], "tokens": spent["input_tokens"] + spent["output_tokens"],
                 "best_speedup": best}
 
     def run_to_end(self) -> OptimizeResult:
@@ -214,14 +271,18 @@ class _Loop:
             stop = f"the start kernel failed the gate: {start_report.verdict.value}: {start_report.reason}"
             return self._finish(stop, start_report, choices, failed=True)
         best_report = self.gate.check(self.best, profile=True)
-        feedback = ""
         while (stop := self._stop_reason(best_report)) is None:
-            candidate = self.method.next(self.best, best_report, feedback, self.tried)
+            feedback = self.history.text(best_report, self.chain, start_report.timing.median_s
+                                         if start_report.timing else None)
+            candidate = None
+            if self.failed is not None:
+                candidate = self.method.retry(self.best, best_report, self.failed, feedback, self.tried)
+            candidate = candidate or self.method.next(self.best, best_report, feedback, self.tried)
             if candidate is None:
                 stop = ("no skill applies" if isinstance(self.method, KlineageMethod)
                         else "no candidate left") + " to the best kernel"
                 break
-            feedback, report = self._try(candidate, best_report)
+            report = self._try(candidate, best_report)
             if report is not None:
                 best_report = report
         return self._finish(stop, best_report, choices)
@@ -233,29 +294,33 @@ class _Loop:
         fraction = best_report.sol.fraction if best_report.sol else None
         if fraction is not None and fraction >= self.sol_target:
             return f"reached {fraction:.0%} of speed of light (target {self.sol_target:.0%})"
+        idle = self.steps[-MAX_IDLE:]
+        if len(idle) == MAX_IDLE and all(s["verdict"] in NO_KERNEL for s in idle):
+            return f"the brain gave no new kernel in {MAX_IDLE} answers in a row"
         return None
 
     def _spent(self) -> dict[str, Any]:
         return dict(self.meter.spent.__dict__)
 
-    def _try(self, candidate: Candidate, best_report: GateReport) -> tuple[str, GateReport | None]:
-        """Gate one candidate; returns (feedback for the brain, the new best's report if kept)."""
+    def _try(self, candidate: Candidate, best_report: GateReport) -> GateReport | None:
+        """Gate one candidate; returns the new best's report if it was kept."""
         self.tried.add(candidate.key)
         proposal = candidate.proposal
         if proposal is None:
             self._log(candidate, None, "no_proposal", candidate.note, None, False)
-            return candidate.note, None
+            return None
         state = proposal.state
         if state.fingerprint in self.tried_states:
             self._log(candidate, state, "duplicate", "the same kernel was already gated", None, False)
-            return "", None
+            return None
         self.tried_states.add(state.fingerprint)
-        self.say(f"gating {candidate.feature or 'candidate'} ({candidate.key})")
+        self.say(f"gating {describe(candidate.key, candidate.feature)}")
         report = self.gate.check(state, profile=True)
         if not report.accepted:
-            self._log(candidate, state, report.verdict.value, report.reason, None, False)
+            self._log(candidate, state, report.verdict.value, report.reason, None, False,
+                      report_feedback(report))
             self._write_back(candidate, report.verdict.value, report.reason, None)
-            return f"{report.verdict.value}: {report.reason}", None
+            return None
         comparison = self.gate.compare(self.best, state)
         kept = comparison.decision == "faster"
         reason = (f"paired time ratio {comparison.ratio:.3f} (95% CI {comparison.ci_low:.3f}–"
@@ -269,21 +334,25 @@ class _Loop:
         self._write_back(candidate, verdict, reason, 1 / comparison.ratio)
         if kept:
             self.best = state
-            return f"kept: {reason}", report
-        return f"not kept: {reason}", None
+            return report
+        return None
 
     def _log(self, candidate: Candidate, state: KernelState | None, verdict: str, reason: str,
-             ratio: float | None, kept: bool) -> None:
+             ratio: float | None, kept: bool, feedback: str = "") -> None:
         spent = self._spent()
         diff = unified_diff(self.best.source, state.source) if state is not None else ""
         step = {"step": len(self.steps) + 1, "candidate": state.fingerprint if state else None,
                 "skill": candidate.skill, "feature": candidate.feature, "verdict": verdict,
                 "reason": reason, "ratio": ratio, "kept": kept, "spent": spent, "diff": diff}
-        self.run.log(CandidateGated(key=candidate.key, best_speedup=self.chain, **step))
+        self.run.log(CandidateGated(key=candidate.key, best_speedup=self.chain, feedback=feedback,
+                                    **step))
         self.steps.append(step)
-        if verdict not in ("no_proposal", "duplicate"):
+        if verdict not in NO_KERNEL:
             self.curve.append(self._point(spent, self.chain))
-        self.say(f"{candidate.feature}: {verdict}{' (kept)' if kept else ''} — {reason}")
+        self._remember(candidate.key, candidate.feature, candidate.skill, verdict, feedback or reason,
+                       ratio, kept, diff)
+        self.say(f"{describe(candidate.key, candidate.feature)}: {verdict}"
+                 f"{' (kept)' if kept else ''} — {reason.splitlines()[0] if reason else ''}")
 
     def _write_back(self, candidate: Candidate, verdict: str, reason: str,
                     effect: float | None) -> None:

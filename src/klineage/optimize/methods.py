@@ -1,15 +1,25 @@
 """The methods the forward loop compares: where the next candidate comes from.
 
-klineage       retrieval order over the library; the brain materializes one card at a time
-none           the brain improves from gate feedback only (rules brain: insertion passes in a
-               seeded random order)
-memory         the brain improves with summarised past slow→fast pairs as free text, no
-               preconditions (rules brain: ranked by past success counts per feature)
-expert-source  the brain improves with raw expert sources as context (rules brain: ranked by how
-               many expert sources show the feature)
+klineage         retrieval order over the library; the brain materializes one card at a time
+klineage-nowhen  the ablation of the "when": the same cards with preconditions, risk, scope and
+                 verification removed (intent, anchor, carrier only), so retrieval can no longer
+                 tell where a card is sound
+none             the brain improves from gate feedback only (rules brain: insertion passes in a
+                 seeded random order)
+memory           the brain improves with the memory its own forward runs on the training
+                 workloads built (``optimize.memory``): slow→fast pairs and failures as free text,
+                 no preconditions (rules brain: ranked by remembered success counts per feature)
+rules-table      the brain improves with a fixed expert-written decision table (``_table``):
+                 bottleneck and present features → allowed and forbidden techniques (rules brain:
+                 allowed ones first in table order, forbidden ones never)
+expert-source    the brain improves with raw expert sources as context (rules brain: ranked by how
+                 many expert sources show the feature)
 
-A method hands out one candidate at a time and never the same key twice (a card id, or a
-feature for the improve-based baselines); the loop gates it.
+A method hands out one candidate at a time and never the same key twice. With the rules brain
+each method's order is deterministic and it ends when nothing is left. With an LLM brain a method
+spends whatever budget is left: klineage, after its single cards, asks for the retrieved cards
+together, then keeps improving from the best kernel with those cards as context; a failed card
+is retried once with the gate's feedback; the baselines keep improving from the gate's feedback.
 """
 
 from __future__ import annotations
@@ -21,20 +31,24 @@ from typing import Any
 from klineage.editors import EditContext, Editor, Proposal
 from klineage.errors import ConfigError
 from klineage.gate.report import GateReport
-from klineage.optimize._context import ExpertSource, MemoryPair, memory_text, success_counts
-from klineage.skills.card import SkillCard
+from klineage.optimize._context import ExpertSource
+from klineage.optimize._table import table_for, table_text
+from klineage.optimize.memory import Observation, memory_text, success_counts
+from klineage.skills.card import Scope, SkillCard
 from klineage.skills.retrieval import Choice, retrieve
+from klineage.source import present
 from klineage.workload import KernelState, Workload
 
-__all__ = ["METHODS", "Candidate", "Method", "MethodInputs", "make_method"]
+__all__ = ["METHODS", "Candidate", "Method", "MethodInputs", "make_method", "without_when"]
 
-METHODS = ("klineage", "none", "memory", "expert-source")
+METHODS = ("klineage", "klineage-nowhen", "none", "memory", "rules-table", "expert-source")
 
 
 @dataclass(frozen=True)
 class Candidate:
     key: str
-    """What the method will not hand out again: 'skill:<id>' or 'feature:<name>'."""
+    """What the method will not hand out again: 'skill:<id>', 'joint:<state>', 'retry:<key>',
+    'improve:<state>:<n>' or 'feature:<name>'."""
     feature: str | None
     skill: str | None = None
     proposal: Proposal | None = None
@@ -47,8 +61,18 @@ class MethodInputs:
     """What a method may see; a bench filters these per workload (leave-one-out)."""
 
     cards: list[SkillCard] = field(default_factory=list)
-    memory: list[MemoryPair] = field(default_factory=list)
+    memory: list[Observation] = field(default_factory=list)
     experts: list[ExpertSource] = field(default_factory=list)
+
+
+def describe(key: str, feature: str | None) -> str:
+    """How a candidate was made, for the brain's feedback and the logs."""
+    kind, _, rest = key.partition(":")
+    if kind == "retry":
+        return f"retry of {describe(rest, feature)}"
+    named = f" ({feature})" if feature else ""
+    return {"skill": f"card {rest[:12]}{named}", "joint": "the cards together" + named,
+            "improve": "improvement" + named}.get(kind, feature or key)
 
 
 class Method:
@@ -59,14 +83,44 @@ class Method:
     def __init__(self, brain: Editor, workload: Workload, inputs: MethodInputs, seed: int):
         self.brain, self.workload, self.inputs = brain, workload, inputs
         self.seed = seed
+        self.learning = brain.name != "rules"
+        """An LLM (or agent) brain: the method keeps asking until the budget ends."""
 
     def next(self, state: KernelState, profile: GateReport | None, feedback: str,
              tried: set[str]) -> Candidate | None:
         raise NotImplementedError
 
+    def retry(self, state: KernelState, profile: GateReport | None, failed: Candidate,
+              feedback: str, tried: set[str]) -> Candidate | None:
+        """Another go at a failed candidate with the gate's feedback (None: not this method's)."""
+        return None
+
+    def knowledge(self, state: KernelState, profile: GateReport | None) -> str:
+        """What the method gives the brain beyond the workload, the kernel and the feedback."""
+        return "Nothing beyond the workload, the kernel and the gate's feedback."
+
     def context_json(self) -> dict[str, Any]:
         """What the method was shown, for the run record."""
         return {}
+
+    def _improve(self, state: KernelState, profile: GateReport | None, feedback: str,
+                 tried: set[str]) -> Candidate:
+        """One improve call from the current best: an LLM brain asks again each time."""
+        prefix = f"improve:{state.fingerprint}:"
+        number = sum(k.startswith(prefix) for k in tried) + 1
+        answer = self.brain.improve(state, self._context(state, profile, feedback))
+        proposal = answer.proposals[0] if answer.proposals else None
+        return Candidate(f"{prefix}{number}", proposal.feature if proposal else None, None, proposal,
+                         "; ".join(answer.failures) or ("" if proposal else "no proposal"))
+
+    def _context(self, state: KernelState, profile: GateReport | None, feedback: str) -> EditContext:
+        return EditContext(workload=self.workload, feedback=feedback,
+                           extra={"knowledge": self.knowledge(state, profile)},
+                           features=tuple(sorted(present(state.source, state.language))))
+
+
+def _limiter(profile: GateReport | None) -> str | None:
+    return profile.sol.limiter if profile is not None and profile.sol is not None else None
 
 
 class KlineageMethod(Method):
@@ -76,47 +130,92 @@ class KlineageMethod(Method):
         return retrieve(self.inputs.cards, state, self.workload, profile)
 
     def next(self, state, profile, feedback, tried):
-        for choice in self.choices(state, profile):
-            key = f"skill:{choice.card.id}"
-            if not choice.chosen or key in tried:
-                continue
-            ctx = EditContext(workload=self.workload, feedback=feedback)
-            answer = self.brain.materialize(state, choice.card, ctx)
-            proposal = answer.proposals[0] if answer.proposals else None
-            return Candidate(key, choice.card.feature, choice.card.id, proposal,
-                             "; ".join(answer.failures) or ("" if proposal else "no proposal"))
-        return None
+        chosen = [c.card for c in self.choices(state, profile) if c.chosen]
+        for card in chosen:
+            if f"skill:{card.id}" not in tried:
+                return self._materialize(state, card, feedback, f"skill:{card.id}")
+        if not self.learning:
+            return None
+        if len(chosen) >= 2 and f"joint:{state.fingerprint}" not in tried:
+            return self._materialize(state, chosen, feedback, f"joint:{state.fingerprint}")
+        return self._improve(state, profile, feedback, tried)
+
+    def retry(self, state, profile, failed, feedback, tried):
+        key = f"retry:{failed.key}"
+        if not self.learning or key in tried or not failed.key.startswith(("skill:", "joint:")):
+            return None
+        chosen = [c.card for c in self.choices(state, profile) if c.chosen]
+        cards = ([c for c in self.inputs.cards if c.id == failed.skill] if failed.skill else chosen)
+        if not cards:
+            return None
+        return self._materialize(state, cards[0] if failed.skill else cards, feedback, key)
+
+    def knowledge(self, state, profile):
+        cards = [c.card for c in self.choices(state, profile) if c.chosen]
+        if not cards:
+            return "No skill card applies to this kernel as it is now."
+        return ("Verified skill cards that apply to this kernel (each complete; apply one or more "
+                "where their preconditions hold):\n" + cards_text(cards))
+
+    def _materialize(self, state: KernelState, card: SkillCard | list[SkillCard], feedback: str,
+                     key: str) -> Candidate:
+        answer = self.brain.materialize(state, card, EditContext(workload=self.workload,
+                                                                 feedback=feedback))
+        proposal = answer.proposals[0] if answer.proposals else None
+        single = card if isinstance(card, SkillCard) else None
+        feature = single.feature if single else (proposal.feature if proposal else None)
+        return Candidate(key, feature, single.id if single else None, proposal,
+                         "; ".join(answer.failures) or ("" if proposal else "no proposal"))
 
     def context_json(self):
         return {"cards": [c.id for c in self.inputs.cards]}
 
 
+def cards_text(cards: list[SkillCard]) -> str:
+    """Every field of each card (the carrier verbatim), as the prompts show them."""
+    return "\n\n".join(f"```json\n{c.model_dump_json(indent=1, exclude={'created_at'})}\n```"
+                       for c in cards)
+
+
+def without_when(card: SkillCard) -> SkillCard:
+    """The card as klineage-nowhen sees it: what and how (intent, anchor, carrier, its pass), no
+    when (preconditions, risk, scope, requirements, conflicts, effects, trials)."""
+    return card.model_copy(update={
+        "preconditions": [], "risk": [], "effect": [], "verification": [], "requires": [],
+        "conflicts": [], "admitted": True,
+        "scope": Scope(ops=["*"], languages=["*"], platforms=["*"], prior_features=[])})
+
+
+class NowhenMethod(KlineageMethod):
+    name = "klineage-nowhen"
+
+    def __init__(self, brain: Editor, workload: Workload, inputs: MethodInputs, seed: int):
+        stripped = [without_when(c) for c in inputs.cards]
+        random.Random(seed).shuffle(stripped)  # no effect is left to rank by: ties at random
+        super().__init__(brain, workload, MethodInputs(stripped, inputs.memory, inputs.experts), seed)
+
+
 class _ImproveMethod(Method):
-    """Baselines: one ``improve`` call per state; the rules brain's proposals are ordered here."""
+    """Baselines: with the rules brain one ``improve`` call per state, its proposals ordered
+    here; with an LLM brain a new call from the best kernel each time, with the gate's feedback."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._answers: dict[str, list[Proposal]] = {}
 
-    def extra(self) -> dict[str, Any]:
-        return {}
-
-    def order(self, proposals: list[Proposal]) -> list[Proposal]:
+    def order(self, proposals: list[Proposal], state: KernelState,
+              profile: GateReport | None) -> list[Proposal]:
         """Seeded shuffle: ties of the subclasses' rankings are broken at random too."""
         shuffled = list(proposals)
         random.Random(self.seed).shuffle(shuffled)
         return shuffled
 
     def next(self, state, profile, feedback, tried):
+        if self.learning:
+            return self._improve(state, profile, feedback, tried)
         if state.fingerprint not in self._answers:
-            from klineage.source import present
-
-            ctx = EditContext(workload=self.workload, feedback=feedback, extra=self.extra(),
-                              features=tuple(sorted(present(state.source, state.language))))
-            answer = self.brain.improve(state, ctx)
-            proposals = answer.proposals
-            self._answers[state.fingerprint] = (self.order(proposals) if self.brain.name == "rules"
-                                                else list(proposals))
+            answer = self.brain.improve(state, self._context(state, profile, feedback))
+            self._answers[state.fingerprint] = self.order(answer.proposals, state, profile)
         for proposal in self._answers[state.fingerprint]:
             key = f"feature:{proposal.feature or proposal.state.fingerprint}"
             if key not in tried:
@@ -131,35 +230,50 @@ class NoneMethod(_ImproveMethod):
 class MemoryMethod(_ImproveMethod):
     name = "memory"
 
-    def extra(self):
-        return {"memory": memory_text(self.inputs.memory)}
+    def knowledge(self, state, profile):
+        return memory_text(self.inputs.memory)
 
-    def order(self, proposals):
+    def order(self, proposals, state, profile):
         counts = success_counts(self.inputs.memory)
-        return sorted(super().order(proposals), key=lambda p: -counts.get(p.feature or "", 0))
+        return sorted(super().order(proposals, state, profile), key=lambda p: -counts.get(p.feature or "", 0))
 
     def context_json(self):
-        return {"memory": [p.to_json() for p in self.inputs.memory]}
+        return {"memory": [o.model_dump() for o in self.inputs.memory]}
+
+
+class RulesTableMethod(_ImproveMethod):
+    name = "rules-table"
+
+    def knowledge(self, state, profile):
+        return table_text(_limiter(profile), present(state.source, state.language), state.language)
+
+    def order(self, proposals, state, profile):
+        allowed, forbidden, _ = table_for(_limiter(profile), present(state.source, state.language),
+                                          state.language)
+        rank = {name: i for i, name in enumerate(allowed)}
+        kept = [p for p in super().order(proposals, state, profile) if p.feature not in forbidden]
+        return sorted(kept, key=lambda p: rank.get(p.feature or "", len(rank)))
 
 
 class ExpertSourceMethod(_ImproveMethod):
     name = "expert-source"
 
-    def extra(self):
-        return {"expert_source": "\n\n".join(f"/* expert kernel of {e.workload} */\n{e.source}"
-                                             for e in self.inputs.experts)}
+    def knowledge(self, state, profile):
+        return "\n\n".join(f"An expert kernel for a related problem ({e.workload}):\n```\n"
+                           f"{e.source}\n```" for e in self.inputs.experts)
 
-    def order(self, proposals):
+    def order(self, proposals, state, profile):
         shown = [e.features() for e in self.inputs.experts]
-        return sorted(super().order(proposals),
+        return sorted(super().order(proposals, state, profile),
                       key=lambda p: -sum(p.feature in features for features in shown))
 
     def context_json(self):
         return {"experts": [e.workload for e in self.inputs.experts]}
 
 
-_CLASSES: dict[str, type[Method]] = {"klineage": KlineageMethod, "none": NoneMethod,
-                                     "memory": MemoryMethod, "expert-source": ExpertSourceMethod}
+_CLASSES: dict[str, type[Method]] = {
+    "klineage": KlineageMethod, "klineage-nowhen": NowhenMethod, "none": NoneMethod,
+    "memory": MemoryMethod, "rules-table": RulesTableMethod, "expert-source": ExpertSourceMethod}
 
 
 def make_method(name: str, brain: Editor, workload: Workload, inputs: MethodInputs,

@@ -24,6 +24,8 @@ class CurvePoint(_Record):
 
     gate_runs: int = Field(ge=0)
     wall_s: float | None = None
+    calls: int | None = Field(default=None, description="Brain calls spent by then")
+    tokens: int | None = Field(default=None, description="Input + output tokens spent by then")
     best_speedup: float
 
 
