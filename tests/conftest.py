@@ -61,5 +61,7 @@ def null_gate():
 @pytest.fixture
 def quick():
     """Short timing and tight limits: tests check verdicts, never speeds."""
-    return GateOptions(trials=3, target_trial_s=0.005, warmup_s=0.01, max_sets=3, compare_s=0.5,
+    # compare_s: 0.25 s of pairs decides every comparison these tests make (the fixtures' effects
+    # are 2x and more); min_pairs keeps the statistical floor of slow kernels.
+    return GateOptions(trials=3, target_trial_s=0.005, warmup_s=0.01, max_sets=3, compare_s=0.25,
                        min_pairs=12, limits=Limits(stall_s=10, memory_bytes=2 << 30))

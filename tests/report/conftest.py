@@ -28,7 +28,7 @@ def runs(tmp_path) -> Path:
 @pytest.fixture(scope="session")
 def mine_run(tmp_path_factory) -> Path:
     """A real mine run of tests/fixtures/axpy; admission is skipped (no contexts) to stay cheap."""
-    quick = GateOptions(trials=3, target_trial_s=0.005, warmup_s=0.01, max_sets=3, compare_s=0.5,
+    quick = GateOptions(trials=3, target_trial_s=0.005, warmup_s=0.01, max_sets=3, compare_s=0.25,
                         min_pairs=12, limits=Limits(stall_s=10, memory_bytes=2 << 30))
     workload = load_workload(FIXTURES / "axpy")
     options = MineOptions(limits=WalkLimits(max_steps=10, max_rejections=10), gate=quick, admit_on=())
