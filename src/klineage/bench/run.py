@@ -26,6 +26,7 @@ from klineage.errors import ConfigError, KlineageError, MachineLoadedError
 from klineage.gate import GateOptions
 from klineage.optimize import DEFAULT_BUDGET, METHODS, OptimizeOptions, optimize
 from klineage.optimize.memory import MemoryStore
+from klineage.optimize.records import CORRECT, NO_KERNEL
 from klineage.runs import Event, Run, RunMeta
 from klineage.skills.library import Library
 from klineage.workload import KernelState, Workload, load_kernel, load_workload
@@ -173,9 +174,8 @@ def _row(record: dict[str, Any], optimize_run: str, reference: _Expert) -> dict[
         "best_ms": start_ms / speedup if start_ms else None, "expert_ms": reference.expert_ms,
         "speedup_vs_start": speedup, "speedup_vs_expert": speedup * factor if factor else None,
         "sol_fraction": record["sol_fraction"],
-        "correct_candidates": sum(s["verdict"] in ("accepted", "slower") for s in steps),
-        "failed_candidates": sum(
-            s["verdict"] not in ("accepted", "slower", "duplicate", "no_proposal") for s in steps),
+        "correct_candidates": sum(s["verdict"] in CORRECT for s in steps),
+        "failed_candidates": sum(s["verdict"] not in (*CORRECT, *NO_KERNEL) for s in steps),
         "budget_to_90pct": budget_to_fraction(record["curve"]), "curve": record["curve"],
         "optimize_run": optimize_run}
 

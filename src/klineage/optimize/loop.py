@@ -37,7 +37,7 @@ from klineage.optimize.methods import (
     describe,
     make_method,
 )
-from klineage.optimize.records import OptimizeRecord
+from klineage.optimize.records import NO_KERNEL, OptimizeRecord
 from klineage.runs import Budget, Event, Run, RunMeta, check_resume
 from klineage.skills.card import Trial
 from klineage.skills.library import Library
@@ -54,7 +54,6 @@ DEFAULT_BUDGET = Budget(gate_runs=8)
 MAX_IDLE = 3
 """An LLM brain whose answers gave no new kernel this many times in a row stops the run (a
 budget of gate runs alone would otherwise never end)."""
-NO_KERNEL = ("no_proposal", "duplicate")
 
 
 class OptimizeMeta(RunMeta):

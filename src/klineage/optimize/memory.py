@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from klineage.errors import ConfigError
 from klineage.lineage._feedback import trim_lines
+from klineage.optimize.records import CORRECT, NO_KERNEL
 from klineage.runs import Budget
 from klineage.workload import load_kernel, load_workload
 
@@ -29,8 +30,6 @@ __all__ = ["MEMORY_FILE", "MemoryStore", "Observation", "build_memory", "mine_sp
 
 MEMORY_FILE = "memory.json"
 SCHEMA_VERSION = 1
-CORRECT = ("accepted", "slower")
-"""Verdicts of a candidate that passed the gate and was compared (kept, or not faster)."""
 _SHOWN_PAIRS, _SHOWN_FAILURES, _DIFF_LINES = 12, 10, 24
 
 
@@ -141,7 +140,7 @@ def build_memory(training: list[tuple[Path, Budget, bool]], options: Any, runs_r
             Observation(workload=workload.name, feature=step["feature"], verdict=step["verdict"],
                         speedup=1 / step["ratio"] if step["ratio"] else None,
                         reason=trim_lines(step["reason"], 3), diff=trim_lines(step["diff"], 60, 200))
-            for step in result.record["steps"] if step["verdict"] not in ("duplicate", "no_proposal")]
+            for step in result.record["steps"] if step["verdict"] not in NO_KERNEL]
     out.mkdir(parents=True, exist_ok=True)
     (out / MEMORY_FILE).write_text(store.model_dump_json(indent=1))
     return store

@@ -12,7 +12,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from klineage.runs.budget import Spent
 
-__all__ = ["CurvePoint", "OptimizeRecord", "OptimizeStep"]
+__all__ = ["CORRECT", "NO_KERNEL", "CurvePoint", "OptimizeRecord", "OptimizeStep"]
+
+CORRECT = ("accepted", "slower")
+"""Verdicts of a step whose candidate passed the gate and was compared (kept, or not faster)."""
+NO_KERNEL = ("no_proposal", "duplicate")
+"""Verdicts of a step that gated nothing: the brain gave no kernel, or one already gated."""
 
 
 class _Record(BaseModel):
