@@ -122,10 +122,12 @@ def test_a_start_that_fails_leaves_no_run_folder(tmp_path):
 
 
 def test_ctrl_c_says_where_the_run_is_and_how_to_resume_it(tmp_path):
+    # A mine: its walk, re-derivations and lift take many gate runs, so the run is still going
+    # when the signal comes (an optimize on the null backend can end before it).
     root = tmp_path / "runs"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "klineage.cli", "optimize", DOT, "--method", "none", "--budget",
-         "gate_runs=50", "--sol-target", "100", "--runs", str(root), *NULL],
+        [sys.executable, "-m", "klineage.cli", "mine", AXPY, "--expert", "expert", "--library",
+         str(tmp_path / "library"), "--runs", str(root), *NULL],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "COLUMNS": "300", "KLINEAGE_CACHE_DIR": str(tmp_path / "cache")})
     deadline = time.monotonic() + 120
@@ -134,10 +136,11 @@ def test_ctrl_c_says_where_the_run_is_and_how_to_resume_it(tmp_path):
         if logs and '"charge"' in logs[0].read_text():
             break
         time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     run = _only_run(root)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
-    assert f"klineage optimize {DOT} --resume {run}" in " ".join(err.split())
+    assert f"klineage mine {AXPY} --resume {run}" in " ".join(err.split())
     assert RunDir.open(run).event_kinds()[-1] == "run_interrupted"
