@@ -65,7 +65,7 @@ def test_schemas_writes_one_json_schema_per_record(tmp_path):
     assert {"gate-report.schema.json", "optimize.schema.json", "bench.schema.json",
             "event-candidate.schema.json", "event-charge.schema.json", "event-budget_changed.schema.json",
             "run-mine.schema.json", "run-optimize.schema.json", "run-bench.schema.json",
-            "run-demo.schema.json", "memory.schema.json"} <= names
+            "run-demo.schema.json", "memory.schema.json", "findings.schema.json"} <= names
     run = json.loads((tmp_path / "schemas" / "run-optimize.schema.json").read_text())
     assert {"kind", "workload_fingerprint", "sizing", "brain", "library", "budget"} <= set(run["properties"])
     optimize = json.loads((tmp_path / "schemas" / "optimize.schema.json").read_text())

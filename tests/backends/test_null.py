@@ -11,6 +11,7 @@ from klineage.lineage import WalkLimits
 from klineage.mine import MineOptions, mine
 from klineage.optimize import OptimizeOptions, optimize
 from klineage.runs import Budget
+from klineage.skills import Library
 from klineage.workload import load_kernel, load_workload
 
 NULL = GateOptions(backend="null", trials=3, target_trial_s=0.05, warmup_s=0.02, max_sets=3,
@@ -43,6 +44,10 @@ def test_a_walk_and_an_optimize_run_without_a_compiler(tmp_path):
                  MineOptions(limits=WalkLimits(max_steps=10, max_rejections=10), gate=NULL,
                              admit_on=()))
     assert mined.lineage.naive_reached, mined.lineage.stop_reason
+    # each re-derived step measured the model's 1.5x: a finding, in the run's own library
+    found = {f.feature: f for f in Library.open(mined.run.path).findings()}
+    assert {c.feature for c in mined.cards} <= set(found)
+    assert all(f.outcome == "faster" and f.workload == "axpy" for f in found.values())
     dot = load_workload(FIXTURES / "dot")
     result = optimize(dot, load_kernel(dot, "naive"), None,
                       OptimizeOptions(method="none", budget=Budget.parse("gate_runs=3"), gate=NULL,

@@ -15,7 +15,7 @@ from klineage.errors import ConfigError
 from klineage.optimize import OptimizeOptions
 from klineage.optimize.memory import MemoryStore, Observation
 from klineage.runs import Budget
-from klineage.skills import Scope, Trial
+from klineage.skills import Finding, Scope, Trial
 from klineage.skills.library import Library
 from klineage.workload import load_workload
 from optimize.cards import card
@@ -82,7 +82,11 @@ def test_leave_one_out_strips_the_workload_from_cards():
     memory = MemoryStore(brain="rules", workloads=["rmsnorm", "dot"], budgets={}, spent={},
                          observations=[Observation(workload=w, feature="unroll", verdict="accepted",
                                                    speedup=1.5) for w in ("rmsnorm", "dot")])
-    inputs = leave_one_out([shared, only_self], dot, [FIXTURES / "dot", FIXTURES / "axpy"], memory)
+    findings = [Finding(feature="unroll", workload=w, op=w, language="c", platform="cpu",
+                        outcome="slower", speedup=0.8) for w in ("rmsnorm", "dot")]
+    inputs = leave_one_out([shared, only_self], dot, [FIXTURES / "dot", FIXTURES / "axpy"], memory,
+                           findings)
+    assert [f.workload for f in inputs.findings] == ["rmsnorm"], "never what a mine measured on W"
     assert [e.workload for e in inputs.experts] == ["axpy"], "never the workload's own expert"
     assert len(inputs.cards) == 2
     assert [o.workload for o in inputs.memory] == ["rmsnorm"], "never what memory saw on W"

@@ -77,11 +77,14 @@ def test_sol_target_stop(dot, dot_naive, library, quick, tmp_path):
     assert result.record["steps"] == [] and result.best_speedup == 1.0
 
 
-def test_nothing_applies_stop(dot, dot_naive, quick, tmp_path):
+def test_with_no_card_klineage_goes_on_with_the_insertion_passes_until_none_is_left(
+        dot, dot_naive, quick, tmp_path):
     empty = Library.open(tmp_path / "empty", create=True)
-    result = _run(dot, dot_naive, empty, "gate_runs=6", quick, tmp_path)
-    assert result.stop_reason == "no skill applies to the best kernel"
-    assert result.record["spent"]["gate_runs"] == 1 and result.record["steps"] == []
+    result = _run(dot, dot_naive, empty, "gate_runs=20", quick, tmp_path)
+    assert result.stop_reason == "no candidate left to the best kernel"
+    steps = result.record["steps"]
+    assert steps and all(s["skill"] is None and s["feature"] for s in steps)
+    assert len({(s["candidate"], s["feature"]) for s in steps}) == len(steps)
 
 
 def test_start_kernel_that_fails_the_gate_is_a_failed_run(tmp_path, quick, library):

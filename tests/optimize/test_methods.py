@@ -8,6 +8,7 @@ from klineage.optimize._context import ExpertSource
 from klineage.optimize._table import table_for
 from klineage.optimize.memory import Observation, memory_text
 from klineage.optimize.methods import MethodInputs, make_method, without_when
+from klineage.skills import Finding
 from klineage.workload import KernelState, load_kernel, load_workload
 from optimize.cards import card
 
@@ -97,9 +98,11 @@ def test_nowhen_sees_the_same_cards_without_their_when():
     assert stripped.intent and stripped.carrier.summary and stripped.rewrite is not None
     cards = [card("restrict", category="tuning", ratio=1.2), card("omp_simd", ratio=4.0),
              card("unroll", admitted=False)]
-    order, _ = _order("klineage-nowhen", MethodInputs(cards=cards))
-    # no admission, effect or risk left to rank or filter by: every card is tried
-    assert sorted(order) == ["omp_simd", "restrict", "unroll"]
+    findings = [_found("omp_parallel", "slower", 0.5)]
+    order, _ = _order("klineage-nowhen", MethodInputs(cards=cards, findings=findings))
+    # no admission, effect or risk left to rank or filter by: every card is tried, then the
+    # passes no card made, in the seeded order (no findings either)
+    assert sorted(order[:3]) == ["omp_simd", "restrict", "unroll"] and order[3:] == ["omp_parallel"]
 
 
 def test_expert_source_ranks_by_features_the_experts_show():
@@ -117,5 +120,21 @@ def test_klineage_follows_retrieval_and_skips_unadmitted_cards():
              card("unroll", admitted=False)]
     calls = []
     order, _ = _order("klineage", MethodInputs(cards=cards), calls=calls)
-    assert order == ["omp_simd", "restrict"]
-    assert calls == ["materialize", "materialize"]
+    assert order[:2] == ["omp_simd", "restrict"] and set(order[2:]) == {"unroll", "omp_parallel"}
+    assert calls == ["materialize", "materialize", "improve"], "then the passes, one call per state"
+
+
+def _found(feature, outcome, speedup, workload="w1"):
+    return Finding(feature=feature, workload=workload, op="op", language="c", platform="cpu",
+                   outcome=outcome, speedup=speedup)
+
+
+def test_klineage_orders_the_passes_after_its_cards_by_what_the_mines_measured():
+    findings = [_found("unroll", "slower", 0.7), _found("restrict", "no_effect", 1.0),
+                _found("restrict", "slower", 0.9, "w2"), _found("omp_simd", "faster", 1.3),
+                _found("omp_simd", "no_effect", 1.01, "w2")]
+    for seed in range(4):  # measured faster anywhere, never measured, no effect, slower
+        order, _ = _order("klineage", MethodInputs(findings=findings), seed=seed)
+        assert order == ["omp_simd", "omp_parallel", "restrict", "unroll"]
+    # without findings the passes come in the seeded order, as for none
+    assert _order("klineage", MethodInputs(), seed=3)[0] == _order("none", MethodInputs(), seed=3)[0]

@@ -3,7 +3,8 @@
 Nobody sees W's own expert or anything measured on W:
 - klineage gets each card as it would be had W never been mined: W's effects, transitions, gate
   reports, trials and op are removed; a card left with no effect is dropped, and a card stays
-  admitted only when a passing held-out trial on another workload remains;
+  admitted only when a passing held-out trial on another workload remains; of the library's
+  findings it gets those measured on other workloads;
 - memory gets only what its store observed on other workloads (the store is built before the
   bench and never written during it, so repeats and methods cannot learn from each other);
 - klineage-nowhen gets klineage's cards, stripped of their "when" by the method itself;
@@ -19,6 +20,7 @@ from klineage.optimize import MethodInputs
 from klineage.optimize._context import expert_sources
 from klineage.optimize.memory import MemoryStore
 from klineage.skills.card import Evidence, SkillCard
+from klineage.skills.findings import Finding
 from klineage.workload import Workload
 
 __all__ = ["leave_one_out", "suite_workloads", "without_workload"]
@@ -53,11 +55,13 @@ def without_workload(card: SkillCard, workload: str, op: str | None = None) -> S
 
 
 def leave_one_out(cards: list[SkillCard], workload: Workload, suite: list[Path],
-                  memory: MemoryStore | None = None) -> MethodInputs:
+                  memory: MemoryStore | None = None,
+                  findings: list[Finding] = ()) -> MethodInputs:
     """What the methods may see when optimizing ``workload``."""
     name = workload.name
     filtered = [c for c in (without_workload(card, name, workload.op) for card in cards)
                 if c is not None]
     return MethodInputs(cards=filtered,
                         memory=memory.without(name) if memory else [],
-                        experts=expert_sources(suite, exclude_workload=name))
+                        experts=expert_sources(suite, exclude_workload=name),
+                        findings=[f for f in findings if f.workload != name])

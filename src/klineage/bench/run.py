@@ -106,12 +106,13 @@ def bench(suite: Path, library: Library | None, methods: list[str],
         repeats=repeats, seed=base_seed, sizing="quick" if quick else "full",
         library=str(library.root) if library else None), say=say)
     cards = library.cards() if library is not None else []
+    findings = library.findings() if library is not None else []
     results = []
     for folder in folders:
         workload = load_workload(folder, quick=quick)
         start_spec = load_kernel(workload, start)
         reference = _expert_times(run, workload, start_spec, expert, options.gate, say)
-        inputs = leave_one_out(cards, workload, folders, memory)
+        inputs = leave_one_out(cards, workload, folders, memory, findings)
         for repeat in range(repeats):
             run_seed = base_seed + repeat
             for method in methods:

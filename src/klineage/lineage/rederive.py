@@ -48,6 +48,7 @@ def _rederive(workload: Workload, transition: Transition, brain: Editor, gate: G
     notes: list[str] = []
     seen: set[str] = set()
     feedback = ""
+    measured: Rederivation | None = None  # the last correct attempt's numbers: a finding
     for _ in range(attempts):
         answer = brain.rederive(simpler, transition.feature, EditContext(workload=workload,
                                 feedback=feedback), transition.tunables)
@@ -60,7 +61,7 @@ def _rederive(workload: Workload, transition: Transition, brain: Editor, gate: G
                 notes.append(f"re-derived kernel {report.verdict.value}: {report.reason}")
                 feedback = report_feedback(report)
                 continue
-            result = _measured(gate, simpler, faster, proposal)
+            result = measured = _measured(gate, simpler, faster, proposal)
             if result.reproduced:
                 return result
             notes.append(result.note)
@@ -69,7 +70,10 @@ def _rederive(workload: Workload, transition: Transition, brain: Editor, gate: G
                 gate.meter is not None and gate.meter.exhausted()):
             break
         feedback = feedback or "; ".join(answer.failures)
-    return Rederivation(reproduced=False, note="; ".join(notes) or "no proposal")
+    note = "; ".join(notes) or "no proposal"
+    if measured is not None:
+        return measured.model_copy(update={"note": note})
+    return Rederivation(reproduced=False, note=note)
 
 
 def _measured(gate: GateSession, simpler: KernelState, faster: KernelState,

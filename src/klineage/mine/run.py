@@ -24,6 +24,7 @@ from klineage.lineage.walk import WalkLimits, backward_walk
 from klineage.runs import Budget, Event, Run, RunMeta, Spent, check_resume
 from klineage.skills.admission import Context, admit
 from klineage.skills.card import SkillCard
+from klineage.skills.findings import findings_of
 from klineage.skills.library import Library
 from klineage.skills.lift import lift_lineage
 from klineage.workload import KernelSpec, KernelState, Workload, load_kernel, load_workload
@@ -140,12 +141,15 @@ def _mine(workload: Workload, expert_state: KernelState, run: Run, library: Path
     run.write_json("lineage.json", lineage.model_dump(mode="json"))
     cards, notes = lift_lineage(lineage, workload, brain)
     cards = _admit_all(run, cards, _contexts(run, workload, options), brain, options, run.say)
+    findings = findings_of(lineage, workload)
     run_library = Library.open(run.path, create=True)  # runs/<id>/skills/<card id>/
     for card in cards:
         run_library.add(card)
+    run_library.add_findings(findings)
     if library is not None:
         shared = Library.open(library, create=True)
         cards = [shared.add(card) for card in cards]
+        shared.add_findings(findings)
     result = MineResult(run, lineage, cards, notes, speedup, library, run.meter.spent,
                         run.meter.exhausted())
     run.write_json("summary.json", result.summary())

@@ -129,12 +129,13 @@ class OptimizeResult:
 
 def default_inputs(workload: Workload, library: Library | None,
                    memory: MemoryStore | None = None) -> MethodInputs:
-    """Everything available: the library's cards, the memory store (less what it saw on this
-    workload), sibling experts."""
+    """Everything available: the library's cards and findings, the memory store (less what it
+    saw on this workload), sibling experts."""
     cards = library.cards() if library is not None else []
     siblings = sorted(p for p in workload.root.parent.iterdir() if (p / "workload.toml").is_file())
     return MethodInputs(cards=cards, memory=memory.without(workload.name) if memory else [],
-                        experts=expert_sources(siblings, exclude_workload=workload.name))
+                        experts=expert_sources(siblings, exclude_workload=workload.name),
+                        findings=library.findings() if library is not None else [])
 
 
 @dataclass(frozen=True)
@@ -278,8 +279,7 @@ class _Loop:
                 candidate = self.method.retry(self.best, best_report, self.failed, feedback, self.tried)
             candidate = candidate or self.method.next(self.best, best_report, feedback, self.tried)
             if candidate is None:
-                stop = ("no skill applies" if isinstance(self.method, KlineageMethod)
-                        else "no candidate left") + " to the best kernel"
+                stop = "no candidate left to the best kernel"
                 break
             report = self._try(candidate, best_report)
             if report is not None:

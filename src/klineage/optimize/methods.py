@@ -1,6 +1,8 @@
 """The methods the forward loop compares: where the next candidate comes from.
 
 klineage         retrieval order over the library; the brain materializes one card at a time
+                 (rules brain: then its insertion passes, ordered by the library's findings:
+                 measured faster elsewhere first, never measured next, no effect and slower last)
 klineage-nowhen  the ablation of the "when": the same cards with preconditions, risk, scope and
                  verification removed (intent, anchor, carrier only), so retrieval can no longer
                  tell where a card is sound
@@ -35,6 +37,7 @@ from klineage.optimize._context import ExpertSource
 from klineage.optimize._table import table_for, table_text
 from klineage.optimize.memory import Observation, memory_text, success_counts
 from klineage.skills.card import Scope, SkillCard
+from klineage.skills.findings import Finding, rank_features
 from klineage.skills.retrieval import Choice, retrieve
 from klineage.source import present
 from klineage.workload import KernelState, Workload
@@ -63,6 +66,8 @@ class MethodInputs:
     cards: list[SkillCard] = field(default_factory=list)
     memory: list[Observation] = field(default_factory=list)
     experts: list[ExpertSource] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    """What the mines measured for each step, card or not (klineage only)."""
 
 
 def describe(key: str, feature: str | None) -> str:
@@ -85,6 +90,7 @@ class Method:
         self.seed = seed
         self.learning = brain.name != "rules"
         """An LLM (or agent) brain: the method keeps asking until the budget ends."""
+        self._answers: dict[str, list[Proposal]] = {}
 
     def next(self, state: KernelState, profile: GateReport | None, feedback: str,
              tried: set[str]) -> Candidate | None:
@@ -102,6 +108,26 @@ class Method:
     def context_json(self) -> dict[str, Any]:
         """What the method was shown, for the run record."""
         return {}
+
+    def order(self, proposals: list[Proposal], state: KernelState,
+              profile: GateReport | None) -> list[Proposal]:
+        """Seeded shuffle: ties of the subclasses' rankings are broken at random too."""
+        shuffled = list(proposals)
+        random.Random(self.seed).shuffle(shuffled)
+        return shuffled
+
+    def _next_insertion(self, state: KernelState, profile: GateReport | None, feedback: str,
+                        tried: set[str], skip: set[str] = frozenset()) -> Candidate | None:
+        """The rules brain's insertion passes on this state, one ``improve`` call per state, in
+        ``order``; features in ``skip`` (tried here already another way) are left out."""
+        if state.fingerprint not in self._answers:
+            answer = self.brain.improve(state, self._context(state, profile, feedback))
+            self._answers[state.fingerprint] = self.order(answer.proposals, state, profile)
+        for proposal in self._answers[state.fingerprint]:
+            key = f"feature:{proposal.feature or proposal.state.fingerprint}"
+            if key not in tried and proposal.feature not in skip:
+                return Candidate(key, proposal.feature, None, proposal)
+        return None
 
     def _improve(self, state: KernelState, profile: GateReport | None, feedback: str,
                  tried: set[str]) -> Candidate:
@@ -134,8 +160,9 @@ class KlineageMethod(Method):
         for card in chosen:
             if f"skill:{card.id}" not in tried:
                 return self._materialize(state, card, feedback, f"skill:{card.id}")
-        if not self.learning:
-            return None
+        if not self.learning:  # the cards are spent: what the findings say is worth trying next
+            return self._next_insertion(state, profile, feedback, tried,
+                                        skip={c.feature for c in chosen})
         if len(chosen) >= 2 and f"joint:{state.fingerprint}" not in tried:
             return self._materialize(state, chosen, feedback, f"joint:{state.fingerprint}")
         return self._improve(state, profile, feedback, tried)
@@ -149,6 +176,12 @@ class KlineageMethod(Method):
         if not cards:
             return None
         return self._materialize(state, cards[0] if failed.skill else cards, feedback, key)
+
+    def order(self, proposals, state, profile):
+        ranked = rank_features(self.inputs.findings)
+        never = (1, 0.0)
+        return sorted(super().order(proposals, state, profile),
+                      key=lambda p: ranked.get(p.feature or "", never))
 
     def knowledge(self, state, profile):
         cards = [c.card for c in self.choices(state, profile) if c.chosen]
@@ -168,7 +201,8 @@ class KlineageMethod(Method):
                          "; ".join(answer.failures) or ("" if proposal else "no proposal"))
 
     def context_json(self):
-        return {"cards": [c.id for c in self.inputs.cards]}
+        return {"cards": [c.id for c in self.inputs.cards],
+                "findings": [f.model_dump(mode="json") for f in self.inputs.findings]}
 
 
 def cards_text(cards: list[SkillCard]) -> str:
@@ -192,35 +226,19 @@ class NowhenMethod(KlineageMethod):
     def __init__(self, brain: Editor, workload: Workload, inputs: MethodInputs, seed: int):
         stripped = [without_when(c) for c in inputs.cards]
         random.Random(seed).shuffle(stripped)  # no effect is left to rank by: ties at random
+        # No findings either: what each step measured is the "when" too.
         super().__init__(brain, workload, MethodInputs(stripped, inputs.memory, inputs.experts), seed)
 
 
 class _ImproveMethod(Method):
-    """Baselines: with the rules brain one ``improve`` call per state, its proposals ordered
-    here; with an LLM brain a new call from the best kernel each time, with the gate's feedback."""
-
-    def __init__(self, *args: Any, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self._answers: dict[str, list[Proposal]] = {}
-
-    def order(self, proposals: list[Proposal], state: KernelState,
-              profile: GateReport | None) -> list[Proposal]:
-        """Seeded shuffle: ties of the subclasses' rankings are broken at random too."""
-        shuffled = list(proposals)
-        random.Random(self.seed).shuffle(shuffled)
-        return shuffled
+    """Baselines: with the rules brain one ``improve`` call per state, its proposals in the
+    subclass's ``order``; with an LLM brain a new call from the best kernel each time, with the
+    gate's feedback."""
 
     def next(self, state, profile, feedback, tried):
         if self.learning:
             return self._improve(state, profile, feedback, tried)
-        if state.fingerprint not in self._answers:
-            answer = self.brain.improve(state, self._context(state, profile, feedback))
-            self._answers[state.fingerprint] = self.order(answer.proposals, state, profile)
-        for proposal in self._answers[state.fingerprint]:
-            key = f"feature:{proposal.feature or proposal.state.fingerprint}"
-            if key not in tried:
-                return Candidate(key, proposal.feature, None, proposal)
-        return None
+        return self._next_insertion(state, profile, feedback, tried)
 
 
 class NoneMethod(_ImproveMethod):

@@ -12,6 +12,7 @@ from klineage.skills.card import (
     Trial,
     skill_id,
 )
+from klineage.skills.findings import Finding
 from klineage.skills.library import Library
 from klineage.skills.render import to_skill_md
 
@@ -19,6 +20,7 @@ __all__ = [
     "Carrier",
     "Effect",
     "Evidence",
+    "Finding",
     "Library",
     "Precondition",
     "Rewrite",

@@ -1,4 +1,5 @@
-"""The skill library on disk (DESIGN.md §6): ``skills/<id>/{SKILL.md, skill.json}`` plus ``index.json``.
+"""The skill library on disk (DESIGN.md §6): ``skills/<id>/{SKILL.md, skill.json}`` plus ``index.json``,
+and ``findings.json``: what each mined step measured, card or not (``skills.findings``).
 
 ``skill.json`` is the truth; ``SKILL.md`` and ``index.json`` are derived from it and rewritten with
 it. Every write goes to a temporary file renamed into place, under a lock on the library, so a
@@ -19,6 +20,7 @@ from klineage.errors import LibraryError
 from klineage.skills._files import write_text_atomic
 from klineage.skills.card import SkillCard, Trial
 from klineage.skills.export import ExportFormat, export_cards
+from klineage.skills.findings import Finding, FindingsFile
 from klineage.skills.render import to_skill_md
 
 __all__ = ["INDEX_SCHEMA_VERSION", "Library"]
@@ -26,6 +28,7 @@ __all__ = ["INDEX_SCHEMA_VERSION", "Library"]
 INDEX_SCHEMA_VERSION = 1
 _SKILLS_DIR = "skills"
 _INDEX_FILE = "index.json"
+_FINDINGS_FILE = "findings.json"
 _LOCK_FILE = ".lock"
 _CARD_JSON = "skill.json"
 _CARD_MD = "SKILL.md"
@@ -112,6 +115,16 @@ class Library:
             found.append(card)
         return sorted(found, key=_rank)
 
+    def findings(self) -> list[Finding]:
+        """Every stored finding (none before the first mine that measured one)."""
+        path = self.root / _FINDINGS_FILE
+        if not path.exists():
+            return []
+        try:
+            return FindingsFile.model_validate_json(path.read_bytes()).findings
+        except (OSError, ValidationError) as exc:
+            raise LibraryError(f"{path}: damaged findings ({exc})") from exc
+
     def index(self) -> list[dict[str, Any]]:
         """The entries of index.json: ``SkillCard.summary()`` of each card."""
         try:
@@ -134,6 +147,17 @@ class Library:
             if result is not stored:
                 self._store(result)
             return result
+
+    def add_findings(self, findings: list[Finding]) -> None:
+        """Store ``findings``; each replaces the stored one of the same feature, workload,
+        language and platform (a later mine measured it again)."""
+        if not findings:
+            return
+        with self._lock:
+            kept = {f.key(): f for f in self.findings()}
+            kept.update((f.key(), f) for f in findings)
+            stored = FindingsFile(findings=sorted(kept.values(), key=Finding.key))
+            write_text_atomic(self.root / _FINDINGS_FILE, stored.model_dump_json(indent=2) + "\n")
 
     def record_trial(self, id_or_prefix: str, trial: Trial) -> SkillCard:
         """Log a round-trip trial on a card; a failed trial is also kept as risk evidence.

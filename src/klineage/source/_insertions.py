@@ -17,7 +17,10 @@
   smem_padding_or_swizzle  [A][B] -> [A][B + 1] on 2-D 4-byte __shared__ tiles.
   vectorized_access    a guarded <kernel>_vec copy whose unit-stride loops move 16-byte chunks
                        (_insert_vector.py: what it proves, and what it leaves alone).
-Only an LLM brain can add: simd_intrinsics, packing, cache_blocking, loop_interchange,
+  loop_interchange     the two loops of a perfect C/C++ nest swapped, so the inner one walks
+                       memory at unit stride, where a dependence check proves it changes no result
+                       (_insert_interchange.py: what it proves).
+Only an LLM brain can add: simd_intrinsics, packing, cache_blocking,
 streaming_store, prefetch, shared_memory_tiling, warp_shuffle_reduction,
 cp_async_pipeline, tma, tensor_core_mma, grid_stride_loop, register_blocking and swizzles: each
 needs new code whose shape depends on the algorithm, not a local rewrite.
@@ -25,6 +28,7 @@ needs new code whose shape depends on the algorithm, not a local rewrite.
 
 from __future__ import annotations
 
+from klineage.source._insert_interchange import insert_loop_interchange
 from klineage.source._insert_loops import insert_omp_parallel, insert_omp_simd, insert_unroll
 from klineage.source._insert_qualifiers import (
     insert_fast_math,
@@ -48,6 +52,7 @@ INSERTERS = {
     "fast_math_intrinsics": insert_fast_math,
     "smem_padding_or_swizzle": insert_smem_padding,
     "vectorized_access": insert_vectorized_access,
+    "loop_interchange": insert_loop_interchange,
 }
 
 

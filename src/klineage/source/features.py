@@ -47,7 +47,7 @@ CATALOGUE: dict[str, FeatureInfo] = {f.name: f for f in (
     _info("cache_blocking", "memory", _C, "loop nest tiled by named block sizes so the working set "
           "stays in cache", False, False),
     _info("loop_interchange", "memory", _C, "loop order changed for unit-stride access (no detector)",
-          False, False),
+          False, True),
     _info("packing", "layout", _C, "tiles copied into contiguous micro-panels before the compute "
           "loop", False, False),
     _info("unroll", "tuning", _C, "#pragma GCC unroll N (removable) or manual k-way unrolling with "
