@@ -57,9 +57,10 @@ def render(record: dict, library: Path, memory: Path | None, name: str) -> str:
              f"{r['sol_fraction']:.0%}" if r["sol_fraction"] is not None else "-",
              f"{r['correct_candidates']}/{r['failed_candidates']}",
              str(r["budget_to_90pct"]["gate_runs"]) if r["budget_to_90pct"] else "-",
-             r["reason"].replace("|", "/")] for r in record["results"]]
+             (r.get("best_state") or "-")[:10], r["reason"].replace("|", "/")]
+            for r in record["results"]]
     text += markdown_table(["workload", "method", "repeat", "status", "vs start", "vs expert", "SOL",
-                            "correct/failed", "gate runs to 90%", "stopped because"], rows)
+                            "correct/failed", "gate runs to 90%", "best kernel", "stopped because"], rows)
     summary = [[s["method"], _x(s["geomean_speedup_vs_start"]), _x(s["geomean_speedup_vs_expert"]),
                 f"{s['mean_sol_fraction']:.0%}" if s["mean_sol_fraction"] is not None else "-",
                 "; ".join(f"{f['workload']}#{f['repeat']}" for f in s["failures"]) or "-"]

@@ -141,7 +141,8 @@ def run_demo(examples: Path | None = None, runs_root: Path = Path("runs"),
     step(f"bench {', '.join(METHODS)} on {TARGET}")
     benched = bench(folder / TARGET, library, METHODS, options, runs_root=run.path / "runs", quick=True,
                     say=lambda line: say(f"bench: {line}"))
-    result.benched = {"run": str(benched.run.path), "summary": benched.record["summary"]}
+    result.benched = {"run": str(benched.run.path), "summary": benched.record["summary"],
+                      "best_states": {r["method"]: r.get("best_state") for r in benched.record["results"]}}
     child_done(benched.run.path)
 
     step("writing the report")

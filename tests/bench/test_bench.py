@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -120,3 +121,23 @@ def test_bench_cli_json_and_table(tmp_path):
     assert row["reason"] == "budget reached: gate runs 1 of 1" and row["speedup_vs_start"] == 1.0
     table = CliRunner().invoke(app, [*args, "--methods", "none,bogus"])
     assert table.exit_code == 2 and "unknown bogus" in table.output
+
+
+def test_the_demo_table_says_when_two_methods_reached_the_same_kernel():
+    from rich.console import Console
+
+    from klineage.cli._render import demo_table
+    from klineage.demo import DemoResult
+
+    summary = [{"method": m, "geomean_speedup_vs_start": x, "geomean_speedup_vs_expert": x / 4,
+                "failures": []} for m, x in (("klineage", 3.4), ("none", 3.5), ("memory", 2.0))]
+    result = DemoResult(run=Path("runs/demo"), optimized={"best_speedup": 3.4, "stop_reason": "budget"},
+                        benched={"summary": summary,
+                                 "best_states": {"klineage": "abc", "none": "abc", "memory": "def"}})
+    console = Console(width=300, record=True)
+    console.print(demo_table(result))
+    lines = {line.split("│")[1].strip(): line for line in console.export_text().splitlines()
+             if "bench:" in line}
+    assert "the same kernel as none" in lines["bench: klineage"]
+    assert "the same kernel as klineage" in lines["bench: none"]
+    assert "same kernel" not in lines["bench: memory"]

@@ -39,6 +39,8 @@ class BenchRow(_Record):
     budget_to_90pct: dict[str, float | None] | None = None
     curve: list[CurvePoint] = Field(default_factory=list)
     optimize_run: str | None = None
+    best_state: str | None = None
+    """Fingerprint of the best kernel: methods that reached the same kernel differ by timing only."""
 
 
 class BenchSummary(_Record):

@@ -178,7 +178,7 @@ def _row(record: dict[str, Any], optimize_run: str, reference: _Expert) -> dict[
         "correct_candidates": sum(s["verdict"] in CORRECT for s in steps),
         "failed_candidates": sum(s["verdict"] not in (*CORRECT, *NO_KERNEL) for s in steps),
         "budget_to_90pct": budget_to_fraction(record["curve"]), "curve": record["curve"],
-        "optimize_run": optimize_run}
+        "optimize_run": optimize_run, "best_state": record["best_state"]}
 
 
 def _failed_row(reason: str, reference: _Expert) -> dict[str, Any]:

@@ -135,9 +135,14 @@ def demo_table(result: Any) -> Table:
     kept = f"{best:.2f}x over the start" if best else "no faster kernel kept"
     table.add_row("optimize", f"{result.target}/naive",
                   f"{kept} ({escape(result.optimized.get('stop_reason', ''))})")
+    kernels = result.benched.get("best_states", {})
     for row in result.benched.get("summary", []):
-        table.add_row(f"bench: {row['method']}", result.target,
+        method = row["method"]
+        twin = next((m for m, state in kernels.items() if m != method and state
+                     and state == kernels.get(method)), None)
+        table.add_row(f"bench: {method}", result.target,
                       f"{row['geomean_speedup_vs_start']:.2f}x vs start, "
                       f"{_num(row.get('geomean_speedup_vs_expert'), '.2f')}x vs expert"
-                      + (f", failures: {len(row['failures'])}" if row.get("failures") else ""))
+                      + (f", failures: {len(row['failures'])}" if row.get("failures") else "")
+                      + (f"; the same kernel as {twin} (the difference is timing noise)" if twin else ""))
     return table

@@ -73,7 +73,7 @@ def bench_tables(record: dict[str, Any]) -> list[Table]:
     """The per-run table and the per-method summary."""
     runs = Table(title=f"bench {record['suite']} (budget {record['budget']}, {record['machine']})")
     for column in ("workload", "method", "rep", "status", "vs start", "vs expert", "SOL",
-                   "correct/failed", "to 90% (gate runs)"):
+                   "correct/failed", "to 90% (gate runs)", "best kernel"):
         runs.add_column(column, overflow="fold")
     for r in record["results"]:
         to90 = r["budget_to_90pct"]["gate_runs"] if r["budget_to_90pct"] else "-"
@@ -81,7 +81,8 @@ def bench_tables(record: dict[str, Any]) -> list[Table]:
         status = "ok" if r["status"] == "ok" else "[red]failed[/]"
         runs.add_row(r["workload"], r["method"], str(r["repeat"]), status, _x(r["speedup_vs_start"]),
                      _x(r["speedup_vs_expert"]), sol,
-                     f"{r['correct_candidates']}/{r['failed_candidates']}", str(to90))
+                     f"{r['correct_candidates']}/{r['failed_candidates']}", str(to90),
+                     (r.get("best_state") or "-")[:10])
     summary = Table(title="summary (a failed run counts as the start kernel, 1.0x)")
     for column in ("method", "geomean vs start", "geomean vs expert", "mean SOL", "failures"):
         summary.add_column(column, overflow="fold")
