@@ -23,9 +23,10 @@ Removal passes (deterministic; every site of the feature, nothing else):
                       helpers only they used are deleted. The edit carries the fast path's headline
                       feature (features.FAST_PATH_FEATURES); the others it removes are listed in
                       params['also_removes'].
-Not removable by a rule (an LLM brain must rewrite code): cache_blocking, loop_interchange,
-packing, shared_memory_tiling, warp_shuffle_reduction, grid_stride_loop, register_blocking,
-manual unrolling, unguarded intrinsics, and fast-path features without a general kernel.
+Not removable by a rule (an LLM brain must rewrite code): cache_blocking, loop_interchange (it has
+an insertion, _insert_interchange.py, but no detector), packing, shared_memory_tiling,
+warp_shuffle_reduction, grid_stride_loop, register_blocking, manual unrolling, unguarded
+intrinsics, and fast-path features without a general kernel.
 """
 
 from __future__ import annotations
