@@ -257,3 +257,18 @@ def test_vectorized_access_insertion_sizes_a_persistent_grid_for_the_fast_kernel
     removal = [e for e in removal_edits(new, "cuda") if e.feature == "vectorized_access"]
     assert "_vec" not in removal[0].new_source and "vectorized_access" not in present(
         removal[0].new_source, "cuda")
+
+
+def test_omp_parallel_threads_the_row_loop_whatever_order_the_passes_come_in(tmp_path, quick):
+    # With 'omp simd' on the inner loops first, the threading pass used to find no site: a
+    # baseline that drew simd first never got threads (bench, 2026-12-01: rmsnorm 2.16x vs 3.66x).
+    text, _ = source_of("cpu", "rmsnorm", "naive")
+    (simd,) = insertion_edits(text, "c", "omp_simd")
+    (both,) = insertion_edits(simd.new_source, "c", "omp_parallel", {"flags": list(simd.flags_added)})
+    assert both.sites[0].text.startswith("for (int64_t i = 0; i < M; i++)")
+    assert both.new_source.count("#pragma omp simd") == 2 and both.flags_added == ("-fopenmp",)
+    assert insertion_edits(both.new_source, "c", "omp_parallel") == [], "threads once"
+    kernel = write_kernel(tmp_path / "both", workload("cpu", "rmsnorm"), both.new_source, "c",
+                          (*simd.flags_added, *both.flags_added))
+    report = run_gate(workload("cpu", "rmsnorm"), kernel, options=quick)
+    assert report.verdict == Verdict.ACCEPTED, report.reason

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from klineage.source._detect_common import unroll_pragmas
-from klineage.source._detect_cpu import omp_pragmas
+from klineage.source._detect_cpu import is_simd_only, omp_pragmas
 from klineage.source._insert_qualifiers import Inserted, is_device_code
 from klineage.source.parse import (
     Parsed,
@@ -14,6 +14,7 @@ from klineage.source.parse import (
     function_name,
     innermost,
     loop_depth,
+    pragma_text,
     walk,
     writes,
 )
@@ -64,12 +65,15 @@ def insert_omp_parallel(parsed: Parsed, params: dict) -> Inserted | None:
     in kl_launch that calls per-row helpers wins over a loop inside a helper: threading the
     helper's loop would fork and join once per row (measured 64x slower on rmsnorm).
     """
-    if any(p for p in omp_pragmas(parsed)):
-        return None
+    existing = omp_pragmas(parsed)
+    if any(not is_simd_only(pragma_text(p)) for p in existing):
+        return None  # threaded already; an 'omp simd' on an inner loop is no reason to stop
+    taken = existing + unroll_pragmas(parsed)  # a loop carries one pragma of ours
     outermost = [loop for loop in for_loops(parsed.root)
                  if not any(a.type in ("for_statement", "while_statement", "do_statement")
                             for a in ancestors(loop))]
-    candidates = [loop for loop in outermost if _parallelizable(loop) and not _called(parsed, loop)]
+    candidates = [loop for loop in outermost if _parallelizable(loop) and not _called(parsed, loop)
+                  and not _has_pragma_above(parsed, loop, taken)]
     if not candidates:
         return None
     loop = max(candidates, key=lambda candidate: (_work(parsed, candidate), loop_depth(candidate),
