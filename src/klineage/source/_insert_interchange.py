@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from itertools import permutations
 
+from klineage.source._insert_loops import _locals_of
 from klineage.source._insert_qualifiers import Inserted
 from klineage.source.parse import (
     Parsed,
@@ -220,16 +221,8 @@ def _profitable(body, outer: str, inner: str) -> bool:
             and any(u for _, u in outer_seen))
 
 
-def _declared_names(node) -> list[str]:
-    """Names declared by the declarations under ``node`` (itself included)."""
-    names = []
-    for declaration in (n for n in walk(node) if n.type in ("declaration", "parameter_declaration")):
-        for declarator in declaration.children_by_field_name("declarator"):
-            while declarator is not None and declarator.type != "identifier":
-                declarator = declarator.child_by_field_name("declarator")
-            if declarator is not None:
-                names.append(declarator.text.decode())
-    return names
+def _declared_names(node) -> set[str]:
+    return {name.decode() for name in _locals_of(node)}
 
 
 def _targets(body) -> list:
@@ -240,7 +233,7 @@ def _targets(body) -> list:
 
 
 def _no_side_channel(body) -> bool:
-    own = set(_declared_names(body))
+    own = _declared_names(body)
     for node in walk(body):
         if node.type in _EXITS:
             return False
@@ -324,7 +317,7 @@ def _unaliased(parsed: Parsed, outer, body) -> bool:
             restrict.update(names)
         found = _BUFFER.search(text)
         if found and len(names) == 1 and function_name(function) == "kl_launch":
-            buffers[names[0]] = found.groups()
+            buffers[next(iter(names))] = found.groups()
     arrays = {name for name, _ in _subscripts(body)}
     for name in _written(body) or {}:
         if name in restrict:

@@ -37,9 +37,9 @@ def _has_pragma_above(parsed: Parsed, loop, pragma_nodes: list) -> bool:
 
 
 def _locals_of(node) -> set[bytes]:
-    """Names declared inside ``node`` (the loop's own counter included)."""
+    """Names declared inside ``node`` (the loop's own counter, and parameters, included)."""
     names = set()
-    for declaration in (n for n in walk(node) if n.type == "declaration"):
+    for declaration in (n for n in walk(node) if n.type in ("declaration", "parameter_declaration")):
         for declarator in declaration.children_by_field_name("declarator"):
             while declarator is not None and declarator.type != "identifier":
                 declarator = declarator.child_by_field_name("declarator")
