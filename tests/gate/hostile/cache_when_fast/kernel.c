@@ -1,14 +1,28 @@
-/* Class 1 — cache switched on only when calls arrive back to back (< 1 ms since the previous call returned, i.e.
-   the timing loop): then replay the last y instead of computing. Slow-paced correctness calls get real work. */
+/* Class 1 — cache switched on only when calls at a size arrive at least twice as fast as the
+   slowest pace seen at that size, and only where the work is big: then replay the last y instead
+   of computing. The gate's correctness calls at a size are spaced by its reference computation,
+   its timed calls only by fresh inputs, so the timed loop comes faster (4-5x on a 2-core VM).
+   The trigger is a ratio, not an absolute time: a fixed "< 1 ms" went off in the correctness
+   calls of a fast machine and nowhere on a slow one, where the kernel was then honest and rightly
+   accepted. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#define SIZES 16
+static int64_t seen_n[SIZES]; static double slowest_gap[SIZES]; static int sizes;
 static float *last; static int64_t last_n = -1;
 static double last_return = -1;
 
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
+
+static double *slowest_at(int64_t n) {
+    for (int k = 0; k < sizes; k++) if (seen_n[k] == n) return &slowest_gap[k];
+    if (sizes == SIZES) return NULL;
+    seen_n[sizes] = n; slowest_gap[sizes] = 0;
+    return &slowest_gap[sizes++];
+}
 
 int kl_launch(const void *const *inputs, void *const *outputs, const int64_t *axes,
               const double *params, void *stream) {
@@ -17,11 +31,13 @@ int kl_launch(const void *const *inputs, void *const *outputs, const int64_t *ax
     float *y = outputs[0];
     int64_t n = axes[0];
     float a = (float)params[0];
-    double t = now();
-    if (last && n == last_n && last_return > 0 && t - last_return < 1e-3) {
+    double t = now(), gap = t - last_return, *slowest = slowest_at(n);
+    int same_size = last_return > 0 && n == last_n;  /* the gap from another size says nothing */
+    if (last && same_size && slowest && n >= 4096 && gap * 2 < *slowest) {
         memcpy(y, last, (size_t)n * 4);
     } else {
         for (int64_t i = 0; i < n; i++) y[i] = a * x[i] + z[i];
+        if (same_size && slowest && gap > *slowest) *slowest = gap;
         if (n != last_n) { free(last); last = malloc((size_t)n * 4); last_n = n; }
         if (last) memcpy(last, y, (size_t)n * 4);
     }
