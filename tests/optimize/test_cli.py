@@ -75,5 +75,5 @@ def test_sigkill_mid_loop_then_resume(library, tmp_path):
             if '"event": "candidate"' in line]
     assert keys[: len(before)] == before and len(keys) == len(set(keys)), "a candidate was redone"
     assert len(record["steps"]) == len(keys) and record["status"] == "ok"
-    assert record["stop_reason"] in ("no candidate left to the best kernel",
-                                     "budget reached: gate runs 6 of 6")
+    assert record["stop_reason"].startswith(("no candidate left to the best kernel",
+                                             "budget reached: gate runs 6 of 6"))

@@ -4,7 +4,8 @@ simplify   every applicable single-feature removal pass, in the walk's order
 rederive   the feature's insertion pass on the simpler kernel, with the tunables that worked
 lift       card text from the feature catalogue and the transition's facts
 materialize the card's insertion pass (``card.rewrite``) on the new kernel
-improve    every insertion pass that applies to the kernel (the caller orders them)
+improve    every insertion pass that applies to the kernel (the caller orders them), and why
+           each other pass made no edit
 
 Features without an insertion pass (SIMD intrinsics, packing, tensor cores, ...) cannot be
 re-derived or materialized by this brain: those steps yield no skill with it, and say so.
@@ -15,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from klineage.editors.base import Answer, EditContext, Proposal, Usage
-from klineage.source import CATALOGUE, insertion_edits, removal_edits, removal_order
+from klineage.source import CATALOGUE, Refused, insertion, removal_edits, removal_order
 from klineage.workload import KernelState
 
 __all__ = ["RulesEditor"]
@@ -37,10 +38,10 @@ class RulesEditor:
         info = CATALOGUE.get(feature)
         if info is None or not info.insertable:
             return Answer([], failures=[f"the rules brain has no insertion pass for {feature}"])
-        edits = insertion_edits(simpler.source, simpler.language, feature, dict(tunables))
-        if not edits:
-            return Answer([], failures=[f"the {feature} insertion pass found no site"])
-        return Answer([self._proposal(simpler, e, "insert") for e in edits])
+        edit = insertion(simpler.source, simpler.language, feature, dict(tunables))
+        if isinstance(edit, Refused):
+            return Answer([], failures=[f"the {feature} insertion pass found no site: {edit.reason}"])
+        return Answer([self._proposal(simpler, edit, "insert")])
 
     def lift(self, facts: dict[str, Any]) -> tuple[dict[str, str], Usage]:
         feature = facts["feature"]
@@ -64,13 +65,16 @@ class RulesEditor:
 
     def improve(self, state: KernelState, ctx: EditContext) -> Answer:
         present_now = set(ctx.features)
-        proposals = []
+        proposals, refusals = [], []
         for name, info in CATALOGUE.items():
             if not info.insertable or name in present_now or state.language not in info.languages:
                 continue
-            edits = insertion_edits(state.source, state.language, name, {"flags": list(state.flags)})
-            proposals.extend(self._proposal(state, e, "improve") for e in edits[:1])
-        return Answer(proposals)
+            edit = insertion(state.source, state.language, name, {"flags": list(state.flags)})
+            if isinstance(edit, Refused):
+                refusals.append(f"{name}: {edit.reason}")
+            else:
+                proposals.append(self._proposal(state, edit, "improve"))
+        return Answer(proposals, failures=refusals)
 
     @staticmethod
     def _proposal(state: KernelState, edit: Any, direction: str) -> Proposal:

@@ -279,7 +279,9 @@ class _Loop:
                 candidate = self.method.retry(self.best, best_report, self.failed, feedback, self.tried)
             candidate = candidate or self.method.next(self.best, best_report, feedback, self.tried)
             if candidate is None:
-                stop = "no candidate left to the best kernel"
+                why = self.method.why_none(self.best)
+                stop = "no candidate left to the best kernel" + (
+                    f"; the insertion passes made none: {why}" if why else "")
                 break
             report = self._try(candidate, best_report)
             if report is not None:

@@ -33,6 +33,7 @@ from typing import Any
 from klineage.editors import EditContext, Editor, Proposal
 from klineage.errors import ConfigError
 from klineage.gate.report import GateReport
+from klineage.lineage._feedback import trim_lines
 from klineage.optimize._context import ExpertSource
 from klineage.optimize._table import table_for, table_text
 from klineage.optimize.memory import Observation, memory_text, success_counts
@@ -91,6 +92,7 @@ class Method:
         self.learning = brain.name != "rules"
         """An LLM (or agent) brain: the method keeps asking until the budget ends."""
         self._answers: dict[str, list[Proposal]] = {}
+        self._refused: dict[str, list[str]] = {}
 
     def next(self, state: KernelState, profile: GateReport | None, feedback: str,
              tried: set[str]) -> Candidate | None:
@@ -100,6 +102,10 @@ class Method:
               feedback: str, tried: set[str]) -> Candidate | None:
         """Another go at a failed candidate with the gate's feedback (None: not this method's)."""
         return None
+
+    def why_none(self, state: KernelState) -> str:
+        """Why the insertion passes made no candidate for ``state`` ('' when none was asked)."""
+        return "; ".join(trim_lines(reason, 1, 160) for reason in self._refused.get(state.fingerprint, []))
 
     def knowledge(self, state: KernelState, profile: GateReport | None) -> str:
         """What the method gives the brain beyond the workload, the kernel and the feedback."""
@@ -123,6 +129,7 @@ class Method:
         if state.fingerprint not in self._answers:
             answer = self.brain.improve(state, self._context(state, profile, feedback))
             self._answers[state.fingerprint] = self.order(answer.proposals, state, profile)
+            self._refused[state.fingerprint] = answer.failures
         for proposal in self._answers[state.fingerprint]:
             key = f"feature:{proposal.feature or proposal.state.fingerprint}"
             if key not in tried and proposal.feature not in skip:

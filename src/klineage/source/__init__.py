@@ -4,11 +4,18 @@ evidence, and the rewrite passes that remove or insert one feature at a precise 
 from klineage.source.compiled import compiled_evidence
 from klineage.source.features import CATALOGUE, FAST_PATH_FEATURES, detect, feature_region, present
 from klineage.source.model import CATEGORIES, Edit, FeatureHit, FeatureInfo, Site, unified_diff
-from klineage.source.passes import DEPENDS_ON, insertion_edits, removal_edits, removal_order
+from klineage.source.passes import (
+    DEPENDS_ON,
+    Refused,
+    insertion,
+    insertion_edits,
+    removal_edits,
+    removal_order,
+)
 
 __all__ = [
     "CATALOGUE", "CATEGORIES", "DEPENDS_ON", "FAST_PATH_FEATURES", "Edit", "FeatureHit", "FeatureInfo",
-    "Site",
-    "compiled_evidence", "detect", "feature_region", "insertion_edits", "present", "removal_edits",
-    "removal_order", "unified_diff",
+    "Refused", "Site",
+    "compiled_evidence", "detect", "feature_region", "insertion", "insertion_edits", "present",
+    "removal_edits", "removal_order", "unified_diff",
 ]

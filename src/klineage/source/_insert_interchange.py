@@ -26,7 +26,7 @@ import re
 from itertools import permutations
 
 from klineage.source._insert_loops import _locals_of
-from klineage.source._insert_qualifiers import Inserted
+from klineage.source._insert_qualifiers import Inserted, Refusals, Refused
 from klineage.source.parse import (
     Parsed,
     Splice,
@@ -47,16 +47,20 @@ _MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)[ \t]+(.+?)[ \t]
 _BUFFER = re.compile(r"\b(inputs|outputs)\s*\[\s*(\d+)\s*\]")
 
 
-def insert_loop_interchange(parsed: Parsed, params: dict) -> Inserted | None:
+def insert_loop_interchange(parsed: Parsed, params: dict) -> Inserted | Refused:
     if parsed.language == "cuda":
-        return None  # a GPU nest maps its loops to threads: no such swap
+        return Refused("CUDA: a GPU nest maps its loops to threads, there is no such swap")
     macros = _macros(parsed.text)
-    splice, sites, taken = Splice(parsed.data), [], []
+    splice, sites, taken, why = Splice(parsed.data), [], [], Refusals(parsed)
     for outer in for_loops(parsed.root):
         if any(start <= outer.start_byte < end for start, end in taken):
             continue
         inner = _only_inner_loop(outer)
-        if inner is None or not _swappable(parsed, outer, inner, macros):
+        if inner is None:
+            continue
+        reason = _why_not_swappable(parsed, outer, inner, macros)
+        if reason:
+            why.add(outer, reason)
             continue
         outer_head, inner_head = _header(outer), _header(inner)
         splice.replace(*outer_head, parsed.data[inner_head[0]:inner_head[1]])
@@ -64,7 +68,7 @@ def insert_loop_interchange(parsed: Parsed, params: dict) -> Inserted | None:
         taken.append((outer.start_byte, outer.end_byte))
         sites.append(parsed.site(outer))
     if not sites:
-        return None
+        return why.refused("no perfect nest: no loop whose body is one for loop alone")
     return Inserted(splice.apply(), sites, {})
 
 
@@ -104,22 +108,26 @@ def _names(node) -> set[str]:
     return {n.text.decode() for n in walk(node) if n.type == "identifier"}
 
 
-def _swappable(parsed: Parsed, outer, inner, macros: dict) -> bool:
+def _why_not_swappable(parsed: Parsed, outer, inner, macros: dict) -> str | None:
     a, b = _counter(outer), _counter(inner)
     if a is None or b is None:
-        return False
+        return "a loop of the nest is not canonical ('for (T c = lo; c < hi; c++)')"
     inner_header = [inner.child_by_field_name(k) for k in ("initializer", "condition", "update")]
     if any(a[0] in _names(part) for part in inner_header):
-        return False  # triangular: the inner range depends on the outer counter
+        return "triangular: the inner loop's range depends on the outer counter"
     body_text = parsed.text_of(inner.child_by_field_name("body"))
     expanded = parse("void kl_nest(void) {\n" + _expand(body_text, macros) + "\n}\n", parsed.language)
     body = expanded.root
     if any(n.type == "ERROR" for n in walk(body)):
-        return False
+        return "the body does not parse once its macros are expanded"
+    if not _profitable(body, outer=a[0], inner=b[0]):
+        return (f"nothing to gain: the inner counter {b[0]} does not stride memory while the outer "
+                f"{a[0]} walks it at unit stride")
     bounds = {a[0]: a, b[0]: b}
-    return (_profitable(body, outer=a[0], inner=b[0]) and _no_side_channel(body)
-            and _writes_independent(body, bounds)
-            and _unaliased(parsed, outer, body))
+    return (_side_channel(body) or _dependence(body, bounds)
+            or (None if _unaliased(parsed, outer, body) else
+                "a written array may alias another array of the body (neither restrict nor its "
+                "own kl_launch buffer)"))
 
 
 # ---------------------------------------------------------------------------- macros
@@ -232,20 +240,21 @@ def _targets(body) -> list:
             for node in walk(body) if node.type in ("assignment_expression", "update_expression")]
 
 
-def _no_side_channel(body) -> bool:
+def _side_channel(body) -> str | None:
+    """What the body does besides writing its own array elements, if anything."""
     own = _declared_names(body)
     for node in walk(body):
         if node.type in _EXITS:
-            return False
-        if (node.type == "call_expression"
-                and node.child_by_field_name("function").text.decode() not in PURE_CALLS):
-            return False
+            return f"a {node.type.removesuffix('_statement')} leaves the nest early"
+        callee = node.child_by_field_name("function") if node.type == "call_expression" else None
+        if callee is not None and callee.text.decode() not in PURE_CALLS:
+            return f"the call to {callee.text.decode()} may have effects (only pure math calls are known)"
     for target in _targets(body):
         if target is None or target.type not in ("identifier", "subscript_expression"):
-            return False  # *p, s.x, ...: not followed
+            return "it writes through a pointer or a field, which the check does not follow"
         if target.type == "identifier" and target.text.decode() not in own:
-            return False
-    return True
+            return f"it writes {target.text.decode()}, declared outside the nest"
+    return None
 
 
 def _written(body) -> dict[str, set[str]] | None:
@@ -261,21 +270,24 @@ def _written(body) -> dict[str, set[str]] | None:
     return written
 
 
-def _writes_independent(body, bounds: dict[str, tuple[str, str, str]]) -> bool:
+def _dependence(body, bounds: dict[str, tuple[str, str, str]]) -> str | None:
+    """Why the swap could reorder dependent updates, if it could."""
     written = _written(body)
     if written is None:
-        return False
+        return "a written element is not a plain array[index]"
     for name, indices in written.items():
         if len(indices) != 1:
-            return False
+            return f"{name} is written at more than one index"
         if any(other == name and _plain(index) not in indices for other, index in _subscripts(body)):
-            return False  # read at another element than the one this iteration writes
+            return (f"a carried dependence: {name} is read at another element than the one this "
+                    "iteration writes")
         uses = sum(1 for n in walk(body) if n.type == "identifier" and n.text.decode() == name)
         if uses != sum(1 for other, _ in _subscripts(body) if other == name):
-            return False  # used other than by subscript (passed on, offset): not followed
-        if not _one_element_per_iteration(next(iter(indices)), bounds):
-            return False
-    return True
+            return f"{name} is used other than by subscript (passed on or offset): not followed"
+        index = next(iter(indices))
+        if not _one_element_per_iteration(index, bounds):
+            return f"two iterations may write the same element {name}[{index}]"
+    return None
 
 
 def _plain(node) -> str:

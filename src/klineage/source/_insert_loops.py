@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from klineage.source._detect_common import unroll_pragmas
 from klineage.source._detect_cpu import is_simd_only, omp_pragmas
-from klineage.source._insert_qualifiers import Inserted, is_device_code
+from klineage.source._insert_qualifiers import Inserted, Refusals, Refused, is_device_code
 from klineage.source.parse import (
     Parsed,
     Splice,
@@ -58,7 +58,7 @@ def _scalar_writes(loop) -> list:
 # ---------------------------------------------------------------------------- omp parallel for
 
 
-def insert_omp_parallel(parsed: Parsed, params: dict) -> Inserted | None:
+def insert_omp_parallel(parsed: Parsed, params: dict) -> Inserted | Refused:
     """Thread the outermost loop that encloses the most work (ties: the first).
 
     Work counts the loops in the nest, including those of functions it calls, so a row loop
@@ -67,15 +67,24 @@ def insert_omp_parallel(parsed: Parsed, params: dict) -> Inserted | None:
     """
     existing = omp_pragmas(parsed)
     if any(not is_simd_only(pragma_text(p)) for p in existing):
-        return None  # threaded already; an 'omp simd' on an inner loop is no reason to stop
+        # threaded already; an 'omp simd' on an inner loop is no reason to stop
+        return Refused("threaded already: an OpenMP pragma other than 'omp simd' is present")
     taken = existing + unroll_pragmas(parsed)  # a loop carries one pragma of ours
     outermost = [loop for loop in for_loops(parsed.root)
                  if not any(a.type in ("for_statement", "while_statement", "do_statement")
                             for a in ancestors(loop))]
-    candidates = [loop for loop in outermost if _parallelizable(loop) and not _called(parsed, loop)
-                  and not _has_pragma_above(parsed, loop, taken)]
+    why, candidates = Refusals(parsed), []
+    for loop in outermost:
+        reason = (_why_not_parallel(loop)
+                  or ("it sits in a helper another function calls: threading it would fork and join "
+                      "once per call" if _called(parsed, loop) else None)
+                  or ("a pragma sits on it already" if _has_pragma_above(parsed, loop, taken) else None))
+        if reason:
+            why.add(loop, reason)
+        else:
+            candidates.append(loop)
     if not candidates:
-        return None
+        return why.refused("no for loop outside another loop")
     loop = max(candidates, key=lambda candidate: (_work(parsed, candidate), loop_depth(candidate),
                                                   -candidate.start_byte))
     splice = Splice(parsed.data)
@@ -112,36 +121,43 @@ def _called(parsed: Parsed, loop) -> bool:
                for call in walk(parsed.root) if call.type == "call_expression")
 
 
-def _parallelizable(loop) -> bool:
-    """The counter is the loop's own, no scalar from outside the loop is written in it, and
-    every array written from outside is indexed by the counter (a scratch row shared by all
+def _why_not_parallel(loop) -> str | None:
+    """None when the counter is the loop's own, no scalar from outside the loop is written in it,
+    and every array written from outside is indexed by the counter (a scratch row shared by all
     iterations, written as e[j], would race: softmax's re-derivation was caught doing that)."""
     initializer = loop.child_by_field_name("initializer")
     if initializer is None or initializer.type != "declaration":
-        return False
+        return "its counter is not declared in the loop (OpenMP needs the counter private)"
     own = _locals_of(loop)
-    exits = any(n.type in _EXITS for n in walk(loop))
-    if exits or not all(name in own for _, name in _scalar_writes(loop)):
-        return False
+    if any(n.type in _EXITS for n in walk(loop)):
+        return "a break, return or goto leaves it early"
+    shared = sorted({name.decode() for _, name in _scalar_writes(loop) if name not in own})
+    if shared:
+        return f"it writes {', '.join(shared)}, declared outside it: the threads would race"
     counter = _locals_of(initializer)
-    if _passes_shared_mutable_pointer(loop, own):
-        return False
-    return all(_write_is_private(target, own, counter) for target in _array_writes(loop))
+    passed = _shared_mutable_pointer(loop, own)
+    if passed:
+        return (f"it passes the writable pointer {passed}, declared outside it, to a call: every "
+                "iteration may write the same memory")
+    racy = [t.text.decode() for t in _array_writes(loop) if not _write_is_private(t, own, counter)]
+    if racy:
+        return f"it writes {racy[0]}, whose index does not involve its counter: the threads would race"
+    return None
 
 
-def _passes_shared_mutable_pointer(loop, own: set[bytes]) -> bool:
-    """A call in the loop gets, as a bare argument, a non-const pointer declared outside it:
+def _shared_mutable_pointer(loop, own: set[bytes]) -> str | None:
+    """A non-const pointer declared outside the loop that a call in it gets as a bare argument:
     the callee may write through it from every iteration (softmax's shared scratch row)."""
     function = next((a for a in ancestors(loop) if a.type == "function_definition"), None)
     if function is None:
-        return False
+        return None
     mutable = _mutable_pointers(function)
     for call in (n for n in walk(loop) if n.type == "call_expression"):
         arguments = call.child_by_field_name("arguments")
         for argument in arguments.named_children if arguments is not None else ():
             if argument.type == "identifier" and argument.text not in own and argument.text in mutable:
-                return True
-    return False
+                return argument.text.decode()
+    return None
 
 
 def _mutable_pointers(function) -> set[bytes]:
@@ -184,15 +200,17 @@ def _write_is_private(target, own: set[bytes], counter: set[bytes]) -> bool:
 # ---------------------------------------------------------------------------- omp simd
 
 
-def insert_omp_simd(parsed: Parsed, params: dict) -> Inserted | None:
-    splice, sites, reductions = Splice(parsed.data), [], {}
+def insert_omp_simd(parsed: Parsed, params: dict) -> Inserted | Refused:
+    splice, sites, reductions, why = Splice(parsed.data), [], {}, Refusals(parsed)
     # No other pragma may sit between an omp simd and its loop (GCC rejects both orders with unroll).
     existing = omp_pragmas(parsed) + unroll_pragmas(parsed)
     for loop in innermost(for_loops(parsed.root)):
         if _has_pragma_above(parsed, loop, existing):
+            why.add(loop, "a pragma sits on it already")
             continue
         clause = _simd_clause(parsed, loop)
-        if clause is None:
+        if isinstance(clause, Refused):
+            why.add(loop, clause.reason)
             continue
         offset, text = _pragma_before(parsed, loop, f"omp simd{clause}")
         splice.replace(offset, offset, text)
@@ -200,17 +218,18 @@ def insert_omp_simd(parsed: Parsed, params: dict) -> Inserted | None:
         if clause:
             reductions[parsed.site(loop).start_line] = clause.strip()
     if not sites:
-        return None
+        return why.refused("no innermost for loop")
     flags = () if {"-fopenmp", "-fopenmp-simd"} & set(params.get("flags", ())) else ("-fopenmp-simd",)
     return Inserted(splice.apply(), [parsed.site(s) for s in sites], {"reductions": reductions}, flags)
 
 
-def _simd_clause(parsed: Parsed, loop) -> str | None:
-    """'' (no clause), ' reduction(+ : s)' for a sum, or None when the loop is not safe to vectorize."""
+def _simd_clause(parsed: Parsed, loop) -> str | Refused:
+    """'' (no clause), ' reduction(+ : s)' for a sum, or why the loop is not safe to vectorize."""
     if loop.child_by_field_name("initializer") is None:
-        return None  # OpenMP needs a canonical loop: `for (; j < n; j++)` does not compile
+        return Refused("not a canonical loop: OpenMP needs an initializer ('for (; j < n; j++)' "
+                       "does not compile)")
     if any(n.type in _EXITS for n in walk(loop)):
-        return None
+        return Refused("a break, return or goto leaves it early")
     own = _locals_of(loop)
     reductions: dict[str, str] = {}
     for node, name in _scalar_writes(loop):
@@ -218,10 +237,12 @@ def _simd_clause(parsed: Parsed, loop) -> str | None:
             continue
         kind = _reduction_kind(node, name)
         if kind is None or reductions.get(name.decode(), kind) != kind:
-            return None
+            return Refused(f"it writes {name.decode()}, declared outside it, other than as one "
+                           "+, max or min reduction")
         reductions[name.decode()] = kind
     if not _arrays_independent(loop):
-        return None
+        return Refused("an array it writes is read at another index, or written through a pointer: "
+                       "lanes could depend on each other")
     return "".join(f" reduction({kind} : {name})" for name, kind in sorted(reductions.items()))
 
 
@@ -279,20 +300,22 @@ def _arrays_independent(loop) -> bool:
 # ---------------------------------------------------------------------------- unroll
 
 
-def insert_unroll(parsed: Parsed, params: dict) -> Inserted | None:
+def insert_unroll(parsed: Parsed, params: dict) -> Inserted | Refused:
     """'#pragma GCC unroll N' (C/C++) or '#pragma unroll [N]' (CUDA device code) on innermost loops."""
     cuda = parsed.language == "cuda"
     factor = params.get("factor", None if cuda else 4)
     pragma = (f"unroll {factor}" if factor else "unroll") if cuda else f"GCC unroll {factor}"
     device = [f for f in function_definitions(parsed.root) if is_device_code(f)] if cuda else [parsed.root]
     existing = unroll_pragmas(parsed) + omp_pragmas(parsed)
-    splice, sites = Splice(parsed.data), []
+    splice, sites, why = Splice(parsed.data), [], Refusals(parsed)
     for scope in device:
         for loop in innermost(for_loops(scope)):
-            if not _has_pragma_above(parsed, loop, existing):
+            if _has_pragma_above(parsed, loop, existing):
+                why.add(loop, "a pragma sits on it already")
+            else:
                 offset, text = _pragma_before(parsed, loop, pragma)
                 splice.replace(offset, offset, text)
                 sites.append(loop)
     if not sites:
-        return None
+        return why.refused("no innermost for loop" + (" in device code" if cuda else ""))
     return Inserted(splice.apply(), [parsed.site(s) for s in sites], {"factor": factor, "pragma": pragma})

@@ -30,9 +30,32 @@ class Inserted:
     flags_added: tuple[str, ...] = ()
 
 
-def _result(parsed: Parsed, splice: Splice, nodes: list, **params) -> Inserted | None:
+@dataclass(frozen=True)
+class Refused:
+    """Why an insertion pass made no edit, precisely enough to act on: which site was refused
+    for what (a user reads it in the run's notes; the style corpus tests assert it)."""
+    reason: str
+
+
+class Refusals:
+    """The reasons a pass turned down each candidate site, as one Refused."""
+
+    def __init__(self, parsed: Parsed) -> None:
+        self.parsed, self.reasons = parsed, []
+
+    def add(self, node, reason: str) -> None:
+        self.reasons.append(f"line {self.parsed.site(node).start_line}: {reason}")
+
+    def refused(self, when_none: str) -> Refused:
+        unique = list(dict.fromkeys(self.reasons))
+        return Refused("; ".join(unique[:6]) + (f"; and {len(unique) - 6} more" if len(unique) > 6 else "")
+                       if unique else when_none)
+
+
+def _result(parsed: Parsed, splice: Splice, nodes: list, refusal: Refused | str,
+            **params) -> Inserted | Refused:
     if not nodes:
-        return None
+        return refusal if isinstance(refusal, Refused) else Refused(refusal)
     return Inserted(splice.apply(), [parsed.site(n) for n in nodes], params)
 
 
@@ -43,14 +66,16 @@ def is_device_code(function) -> bool:
 # ---------------------------------------------------------------------------- restrict
 
 
-def insert_restrict(parsed: Parsed, params: dict) -> Inserted | None:
+def insert_restrict(parsed: Parsed, params: dict) -> Inserted | Refused:
     word = "restrict" if parsed.language == "c" else "__restrict__"
     splice, sites = Splice(parsed.data), []
     for pointer in _restrict_candidates(parsed):
         name = pointer.child_by_field_name("declarator")
         splice.replace(name.start_byte, name.start_byte, f"{word} ")
         sites.append(pointer)
-    return _result(parsed, splice, sites, qualifier=word)
+    return _result(parsed, splice, sites, "no unqualified single-level pointer: not a parameter of a "
+                   "kernel or helper, nor a kl_launch local taken from inputs[]/outputs[]",
+                   qualifier=word)
 
 
 def _restrict_candidates(parsed: Parsed) -> list:
@@ -77,19 +102,22 @@ def _restrict_candidates(parsed: Parsed) -> list:
 # ---------------------------------------------------------------------------- launch bounds
 
 
-def insert_launch_bounds(parsed: Parsed, params: dict) -> Inserted | None:
-    splice, sites, used = Splice(parsed.data), [], {}
+def insert_launch_bounds(parsed: Parsed, params: dict) -> Inserted | Refused:
+    splice, sites, used, why = Splice(parsed.data), [], {}, Refusals(parsed)
     for kernel in (f for f in function_definitions(parsed.root) if is_cuda_kernel(f)):
         if any(n.type == "launch_bounds" for n in kernel.children):
+            why.add(kernel, f"{function_name(kernel)} has __launch_bounds__ already")
             continue
         block = params.get("threads") or _block_size(parsed, function_name(kernel))
         if block is None:
+            why.add(kernel, f"the launches of {function_name(kernel)} do not agree on one block size "
+                            "that is a literal, a const local or a file-scope name")
             continue
         declarator = kernel.child_by_field_name("declarator")
         splice.replace(declarator.start_byte, declarator.start_byte, f"__launch_bounds__({block}) ")
         sites.append(declarator)
         used[function_name(kernel)] = block
-    return _result(parsed, splice, sites, threads=used)
+    return _result(parsed, splice, sites, why.refused("no __global__ kernel"), threads=used)
 
 
 def _block_size(parsed: Parsed, kernel: str) -> str | None:
@@ -140,16 +168,24 @@ def _declared_in(scope, name: str) -> bool:
 # ---------------------------------------------------------------------------- __ldg
 
 
-def insert_read_only_cache(parsed: Parsed, params: dict) -> Inserted | None:
-    splice, sites = Splice(parsed.data), []
+def insert_read_only_cache(parsed: Parsed, params: dict) -> Inserted | Refused:
+    splice, sites, why = Splice(parsed.data), [], Refusals(parsed)
     for kernel in (f for f in function_definitions(parsed.root) if is_cuda_kernel(f)):
         read_only = _const_restrict_params(kernel)
+        if not read_only:
+            why.add(kernel, f"{function_name(kernel)} has no const __restrict__ pointer parameter "
+                            "(restrict comes first: __ldg needs the no-alias promise)")
+            continue
+        before = len(sites)
         for load in (n for n in walk(kernel) if n.type == "subscript_expression"):
             base = load.child_by_field_name("argument")
             if base is not None and base.text.decode() in read_only and _is_rvalue(load):
                 splice.replace(load.start_byte, load.end_byte, f"__ldg(&{parsed.text_of(load)})")
                 sites.append(load)
-    return _result(parsed, splice, sites)
+        if len(sites) == before:
+            why.add(kernel, f"{function_name(kernel)} reads its const __restrict__ pointers "
+                            f"({', '.join(sorted(read_only))}) through no subscript")
+    return _result(parsed, splice, sites, why.refused("no __global__ kernel"))
 
 
 def _const_restrict_params(kernel) -> set[str]:
@@ -175,7 +211,7 @@ def _is_rvalue(node) -> bool:
 _TO_FAST = {"expf": "__expf", "logf": "__logf", "sinf": "__sinf", "cosf": "__cosf"}
 
 
-def insert_fast_math(parsed: Parsed, params: dict) -> Inserted | None:
+def insert_fast_math(parsed: Parsed, params: dict) -> Inserted | Refused:
     splice, sites = Splice(parsed.data), []
     for function in (f for f in function_definitions(parsed.root) if is_device_code(f)):
         for call in calls(function, "|".join(_TO_FAST)):
@@ -189,13 +225,13 @@ def insert_fast_math(parsed: Parsed, params: dict) -> Inserted | None:
                 argument = right.child_by_field_name("arguments")
                 splice.replace(division.start_byte, division.end_byte, f"rsqrtf{parsed.text_of(argument)}")
                 sites.append(division)
-    return _result(parsed, splice, sites)
+    return _result(parsed, splice, sites, "no expf/logf/sinf/cosf call or 1.0f / sqrtf(x) in device code")
 
 
 # ---------------------------------------------------------------------------- padding
 
 
-def insert_smem_padding(parsed: Parsed, params: dict) -> Inserted | None:
+def insert_smem_padding(parsed: Parsed, params: dict) -> Inserted | Refused:
     pad = int(params.get("pad", 1))
     splice, sites = Splice(parsed.data), []
     for declaration in shared_arrays(parsed):
@@ -206,4 +242,5 @@ def insert_smem_padding(parsed: Parsed, params: dict) -> Inserted | None:
                     and not re.search(rb"\+\s*\d+$", dims[-1].text):
                 splice.replace(dims[-1].end_byte, dims[-1].end_byte, f" + {pad}")
                 sites.append(dims[-1])
-    return _result(parsed, splice, sites, pad=pad)
+    return _result(parsed, splice, sites, "no unpadded 2-D __shared__ array of 4-byte elements",
+                   pad=pad)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from klineage.source._insert_qualifiers import Inserted
+from klineage.source._insert_qualifiers import Inserted, Refusals, Refused
 from klineage.source.parse import (
     Parsed,
     Splice,
@@ -89,32 +89,41 @@ class _Kernel:
     width: int = 1
 
 
-def insert_vectorized_access(parsed: Parsed, params: dict) -> Inserted | None:
+def insert_vectorized_access(parsed: Parsed, params: dict) -> Inserted | Refused:
     if parsed.language != "cuda":
-        return None
+        return Refused("not CUDA: the pass rewrites device loads and stores")
     launcher = next((f for f in function_definitions(parsed.root) if function_name(f) == "kl_launch"),
                     None)
     if launcher is None:
-        return None
-    splice, sites, widths = Splice(parsed.data), [], {}
+        return Refused("no kl_launch in the file: the launch cannot be guarded")
+    splice, sites, widths, why = Splice(parsed.data), [], {}, Refusals(parsed)
     for function in function_definitions(parsed.root):
-        if not is_cuda_kernel(function) or function.parent.type == "template_declaration":
+        if not is_cuda_kernel(function):
             continue
         name = function_name(function)
+        if function.parent.type == "template_declaration":
+            why.add(function, f"{name} is a template: its element type is not known")
+            continue
         launches = [c for c in calls(launcher) if callee_name(c) == name
                     and any(k.type == "kernel_call_syntax" for k in c.children)]
         kernel = _kernel(function)
-        if len(launches) != 1 or _passes_a_buffer_twice(launches[0], kernel):
+        if len(launches) != 1:
+            why.add(function, f"kl_launch launches {name} {len(launches)} times, not once")
+            continue
+        if _passes_a_buffer_twice(launches[0], kernel):
+            why.add(function, f"the launch passes one buffer twice to {name}: a hoisted load could "
+                              "read what a store has not yet written")
             continue
         clone = _vectorized_clone(parsed, kernel)
-        if clone is None:
+        if isinstance(clone, Refused):
+            why.add(function, f"{name}: {clone.reason}")
             continue
         splice.replace(function.end_byte, function.end_byte, "\n\n" + clone)
         _splice_launch(parsed, splice, launcher, launches[0], kernel)
         sites.append(function)
         widths[name] = kernel.width
     if not sites:
-        return None
+        return why.refused("no __global__ kernel")
     return Inserted(splice.apply(), [parsed.site(n) for n in sites], {"vector_bytes": VECTOR_BYTES,
                                                                       "lanes": widths})
 
@@ -322,8 +331,8 @@ def _is_store(access) -> bool:
     return parent.type == "assignment_expression" and parent.child_by_field_name("left") == access
 
 
-def _groups(kernel: _Kernel, loop: _Loop, lanes: int) -> list[_Group] | None:
-    """Vectorizable access groups (pointer, offset), or None when the loop must stay scalar."""
+def _groups(kernel: _Kernel, loop: _Loop, lanes: int) -> list[_Group] | Refused:
+    """Vectorizable access groups (pointer, offset), or why the loop must stay scalar."""
     accesses = _accesses(kernel, loop, lanes)
     body = loop.node.child_by_field_name("body")
     groups: dict[tuple[str, str], _Group] = {}
@@ -331,26 +340,27 @@ def _groups(kernel: _Kernel, loop: _Loop, lanes: int) -> list[_Group] | None:
         key = (access.pointer, re.sub(r"\s+", "", access.offset))
         group = groups.setdefault(key, _Group(access.pointer, access.offset, access.write))
         if group.write != access.write:
-            return None
+            return Refused(f"{access.pointer} is both read and written at one index")
         group.accesses.append(access)
     written = {g.pointer for g in groups.values() if g.write}
     for name in written:
         uses = [n for n in walk(body) if n.type == "identifier" and n.text.decode() == name]
         mine = [g for g in groups.values() if g.pointer == name]
         if len(mine) != 1 or len(uses) != len(mine[0].accesses) or len(uses) != 1:
-            return None  # a written pointer is touched only by its one store
+            return Refused(f"{name} is touched other than by one store at one index")
         if not _unconditional(mine[0].accesses[0].node, loop.node):
-            return None
+            return Refused(f"the store to {name} is conditional or in an inner block")
         if mine[0].accesses[0].node.parent.child_by_field_name("operator").type != "=":
-            return None
+            return Refused(f"the store to {name} is a compound assignment (it reads the old value)")
     kept = []
     for group in groups.values():
         if _group_needs(kernel, group, loop.counter, lanes) is None:
             if group.write:
-                return None
+                return Refused(f"the offset of the store to {group.pointer} is not provably a "
+                               f"multiple of {lanes}")
             continue
         kept.append(group)
-    return kept
+    return kept or Refused(f"no access is provably a whole, aligned chunk of {lanes}")
 
 
 def _group_needs(kernel: _Kernel, group: _Group, counter: str, lanes: int) -> frozenset | None:
@@ -386,22 +396,39 @@ def _unconditional(access, loop) -> bool:
 # ---------------------------------------------------------------------------- the rewrite
 
 
-def _vectorized_clone(parsed: Parsed, kernel: _Kernel) -> str | None:
+def _vectorized_clone(parsed: Parsed, kernel: _Kernel) -> str | Refused:
     function = kernel.node
     base = function.start_byte
     splice = Splice(parsed.data[base:function.end_byte])
-    rewritten = 0
-    for loop in for_loops(function):  # loops holding loops are skipped, so none overlap
+    rewritten, reasons = 0, []
+    loops = for_loops(function)
+    if not loops:
+        return Refused("it has no loop (a flat one-thread-per-element index is not rewritten)")
+    for loop in loops:  # loops holding loops are skipped, so none overlap
+        line = f"the loop at line {parsed.site(loop).start_line}"
         facts = _unit_stride_loop(loop)
-        if facts is None or _blocked(loop, facts):
+        if facts is None:
+            reasons.append(f"{line} is not 'for (T j = START; j < BOUND; j += STRIDE or ++j)'")
+            continue
+        blocked = _blocked(loop, facts)
+        if blocked:
+            reasons.append(f"{line} {blocked}")
             continue
         elements = _loop_elements(kernel, facts)
         if not elements:
+            reasons.append(f"{line} accesses no p[OFF + {facts.counter}] of a 2- or 4-byte "
+                           "element through a pointer parameter")
             continue
         lanes = VECTOR_BYTES // max(ELEMENT_BYTES[e] for e in elements)
         bound = _multiple_of(kernel, facts.bound, lanes)
-        groups = _groups(kernel, facts, lanes) if bound is not None else None
-        if not groups:
+        if bound is None:
+            reasons.append(f"{line}: its bound {facts.bound.text.decode()} is not provably a "
+                           f"multiple of {lanes} (a product or sum of integer parameters and "
+                           "literals)")
+            continue
+        groups = _groups(kernel, facts, lanes)
+        if isinstance(groups, Refused):
+            reasons.append(f"{line}: {groups.reason}")
             continue
         kernel.needs |= bound
         for group in groups:
@@ -412,23 +439,24 @@ def _vectorized_clone(parsed: Parsed, kernel: _Kernel) -> str | None:
                        _vector_loop(parsed, kernel, facts, groups, lanes, base))
         rewritten += 1
     if not rewritten:
-        return None
+        return Refused("; ".join(reasons))
     text = splice.apply()
     name = function_name(function)
     return re.sub(rf"\b{re.escape(name)}\b", f"{name}_vec", text, count=1)
 
 
-def _blocked(loop, facts: _Loop) -> bool:
+def _blocked(loop, facts: _Loop) -> str | None:
     body = loop.child_by_field_name("body")
     if any(target is not None and target.text.decode() == facts.counter for _, target in writes(body)):
-        return True
+        return f"assigns its counter {facts.counter} in the body"
     for node in walk(body):
-        if node.type in _EXITS or (node.type == "call_expression"
-                                   and callee_name(node) == "__syncthreads"):
-            return True
+        if node.type in _EXITS:
+            return "has a break, return or goto"
+        if node.type == "call_expression" and callee_name(node) == "__syncthreads":
+            return "has a __syncthreads()"
         if node.type == "for_statement" and node is not loop:
-            return True  # nested loops keep their own counters: left to a later pass
-    return False
+            return "holds a loop"  # nested loops keep their own counters: left to a later pass
+    return None
 
 
 def _loop_elements(kernel: _Kernel, facts: _Loop) -> set[str]:

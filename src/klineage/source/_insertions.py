@@ -31,6 +31,7 @@ from __future__ import annotations
 from klineage.source._insert_interchange import insert_loop_interchange
 from klineage.source._insert_loops import insert_omp_parallel, insert_omp_simd, insert_unroll
 from klineage.source._insert_qualifiers import (
+    Refused,
     insert_fast_math,
     insert_launch_bounds,
     insert_read_only_cache,
@@ -56,18 +57,27 @@ INSERTERS = {
 }
 
 
-def insertion_edits(text: str, language: str, feature: str, params: dict | None = None) -> list[Edit]:
-    """The mechanical insertion of ``feature`` as one Edit (empty when no site qualifies or no
-    rule exists). ``params`` may carry tunables (factor) and the kernel's current ``flags``."""
+def insertion(text: str, language: str, feature: str, params: dict | None = None) -> Edit | Refused:
+    """The mechanical insertion of ``feature`` as one Edit, or why it made none (no site
+    qualifies, or no rule exists). ``params`` may carry tunables (factor) and the kernel's
+    current ``flags``."""
     inserter = INSERTERS.get(feature)
     if inserter is None:
-        return []
+        return Refused(f"no insertion pass for {feature}: only an LLM brain can add it")
     params = dict(params or {})
     parsed = parse(text, language)
     result = inserter(parsed, params)
-    if result is None or result.text == text:
-        return []
+    if isinstance(result, Refused):
+        return result
+    if result.text == text:
+        return Refused("the rewrite changed nothing")
     used = {k: v for k, v in {**params, **result.params}.items() if k != "flags"}
-    return [Edit(feature=feature, direction="insert", pass_name=f"insert_{feature}", old_source=text,
-                 new_source=result.text, sites=tuple(result.sites), params=used,
-                 flags_added=result.flags_added)]
+    return Edit(feature=feature, direction="insert", pass_name=f"insert_{feature}", old_source=text,
+                new_source=result.text, sites=tuple(result.sites), params=used,
+                flags_added=result.flags_added)
+
+
+def insertion_edits(text: str, language: str, feature: str, params: dict | None = None) -> list[Edit]:
+    """``insertion`` as a list: the one Edit, or none."""
+    result = insertion(text, language, feature, params)
+    return [result] if isinstance(result, Edit) else []

@@ -33,13 +33,15 @@ from __future__ import annotations
 
 import re
 
-from klineage.source._insertions import insertion_edits
+from klineage.source._insert_qualifiers import Refused
+from klineage.source._insertions import insertion, insertion_edits
 from klineage.source._removals import REMOVERS
 from klineage.source.features import detect_parsed
 from klineage.source.model import Edit, FeatureHit
 from klineage.source.parse import CONDITIONALS, Parsed, ancestors, calls, parse, pragma_text, pragmas
 
-__all__ = ["DEPENDS_ON", "REMOVAL_ORDER", "insertion_edits", "removal_edits", "removal_order"]
+__all__ = ["DEPENDS_ON", "REMOVAL_ORDER", "Refused", "insertion", "insertion_edits", "removal_edits",
+           "removal_order"]
 
 REMOVAL_ORDER = (
     # tuning and instruction-level: local, nothing else builds on them
