@@ -8,12 +8,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from conftest import REPO
 from klineage.backends.cuda import CudaBackend
 from klineage.source import compiled_evidence, insertion_edits, present, removal_edits
 from klineage.source.compiled import CUDA_SIGNATURES
+from klineage.workload import load_kernel, load_workload
 from source._kernels import CUDA_WORKLOADS, source_of, workload, write_kernel
 
 SIGNED = {*CUDA_SIGNATURES, "launch_bounds"}
+HELDOUT = REPO / "examples" / "heldout" / "cuda"
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
 
@@ -69,16 +72,27 @@ def _vectorized_states():
             text = edits[0].new_source
         else:
             states.append((f"{name}/expert-without-vectors", text))
+    for folder in sorted(HELDOUT.glob("*/workload.toml")):  # other styles: flat, 2-D grid, grid-stride
+        states.append((f"heldout:{folder.parent.name}/naive",
+                       load_kernel(load_workload(folder.parent), "naive").source.read_text()))
     return [(label, edit) for label, text in states
             for edit in insertion_edits(text, "cuda", "vectorized_access")]
+
+
+def _workload_of(label: str):
+    name = label.split("/")[0]
+    return (load_workload(HELDOUT / name.removeprefix("heldout:"), quick=True)
+            if name.startswith("heldout:") else workload("cuda", name))
 
 
 def test_vectorized_access_insertion_compiles_to_128_bit_accesses_in_registers(tmp_path):
     jobs = _vectorized_states()
     labels = {label for label, _ in jobs}
     assert {"add_rmsnorm/naive", "softmax/naive", "row_sum/naive", "layernorm/naive",
-            "silu_and_mul/expert-without-vectors", "add_rmsnorm/expert-without-vectors"} <= labels
-    kernels = [write_kernel(tmp_path / label.replace("/", "-"), workload("cuda", label.split("/")[0]),
+            "silu_and_mul/naive", "silu_and_mul/expert-without-vectors",
+            "add_rmsnorm/expert-without-vectors", "heldout:scale_flat/naive",
+            "heldout:rmsnorm_2dgrid/naive", "heldout:rowmax_gridstride/naive"} <= labels
+    kernels = [write_kernel(tmp_path / label.replace("/", "-").replace(":", "-"), _workload_of(label),
                             edit.new_source, "cuda", ()) for label, edit in jobs]
     with ThreadPoolExecutor(2) as pool:
         builds = list(pool.map(CudaBackend().build, kernels))

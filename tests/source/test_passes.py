@@ -9,7 +9,16 @@ from dataclasses import replace
 import pytest
 
 from klineage.gate import Verdict, run_gate
-from klineage.source import DEPENDS_ON, detect, insertion_edits, present, removal_edits, removal_order
+from klineage.source import (
+    DEPENDS_ON,
+    Refused,
+    detect,
+    insertion,
+    insertion_edits,
+    present,
+    removal_edits,
+    removal_order,
+)
 from klineage.source.passes import REMOVAL_ORDER
 from source._kernels import (
     CPU_WORKLOADS,
@@ -272,3 +281,64 @@ def test_omp_parallel_threads_the_row_loop_whatever_order_the_passes_come_in(tmp
                           (*simd.flags_added, *both.flags_added))
     report = run_gate(workload("cpu", "rmsnorm"), kernel, options=quick)
     assert report.verdict == Verdict.ACCEPTED, report.reason
+
+
+_FLAT_KERNEL = """#include <cuda_runtime.h>
+#include <stdint.h>
+__global__ void scale(const float* x, float* y, long long n, float a) {{
+  {index}
+  {body}
+}}
+
+extern "C" int kl_launch(const void* const* inputs, void* const* outputs, const int64_t* axes,
+                         const double* params, void* stream) {{
+  const long long n = axes[0];
+  const long long grid = (n + 255) / 256;
+  scale<<<(unsigned)grid, 256, 0, (cudaStream_t)stream>>>((const float*)inputs[0], (float*)outputs[0],
+                                                          n, (float)params[0]);
+  return 0;
+}}
+"""
+
+
+def _flat(body="if (i < n) y[i] = a * x[i];",
+          index="long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;"):
+    return _FLAT_KERNEL.format(index=index, body=body)
+
+
+@pytest.mark.parametrize("body", [
+    "if (i < n) y[i] = a * x[i];",
+    "if (i < n) {\n    const float v = x[i];\n    y[i] = a * v;\n  }",
+    "if (i >= n) return;\n  y[i] = a * x[i];",
+])
+def test_vectorized_access_gives_a_flat_kernel_one_chunk_per_thread_and_a_smaller_grid(body):
+    (edit,) = insertion_edits(_flat(body), "cuda", "vectorized_access")
+    text = edit.new_source
+    assert ("const long long kl_i0 = (long long)((long long)blockIdx.x * blockDim.x + threadIdx.x) * 4;"
+            in text)
+    assert "kl_i0 < n" in text or "kl_i0 >= n" in text  # the whole chunk is in bounds: n % 4 == 0
+    assert "(n) % 4 == 0" in text and "((unsigned long long)((float*)outputs[0]) & 15ull) == 0" in text
+    # a quarter of the threads: the grid divides by the lanes, rounding up
+    assert "dim3 kl_grid((unsigned)grid);\n      kl_grid.x = (kl_grid.x + 3u) / 4u;" in text
+    assert "scale_vec<<<kl_grid, 256, 0, (cudaStream_t)stream>>>" in text
+    assert "*reinterpret_cast<uint4*>(y + kl_i0) = kl_y_" in text
+    assert "else\n    scale<<<(unsigned)grid, 256" in text, "the general kernel keeps its grid"
+    removal = [e for e in removal_edits(text, "cuda") if e.feature == "vectorized_access"]
+    assert removal[0].new_source == _flat(body), "the fast-path removal undoes it"
+
+
+@pytest.mark.parametrize(("why", "kernel"), [
+    ("no local set to blockIdx.x * blockDim.x + threadIdx.x",
+     _flat(index="long long i = blockIdx.x;")),
+    ("is not i < BOUND", _flat(body="if (i <= n) y[i] = a * x[i];")),
+    ("its bound n - 1 is not provably a multiple of 4", _flat(body="if (i < n - 1) y[i] = a * x[i];")),
+    ("the offset of the store to y is not provably a multiple of 4",
+     _flat(body="if (i < n) y[i + 1] = a * x[i];")),
+    ("a kernel with a loop is judged by its loops: the loop at line 5: no access p[OFF + k]",
+     _flat(body="if (i < n) { float s = 0.0f; for (int k = 0; k < 3; ++k) s += x[i]; y[i] = s; }")),
+    ("statements follow the bounds-checked block", _flat(body="if (i < n) y[i] = a * x[i];\n  y[0] = 0;")),
+    ("the store to y is conditional", _flat(body="if (i < n) { if (x[i] > 0) y[i] = 1.0f; }")),
+])
+def test_vectorized_access_says_why_a_flat_kernel_is_left_alone(why, kernel):
+    refused = insertion(kernel, "cuda", "vectorized_access")
+    assert isinstance(refused, Refused) and why.split(": ", 1)[-1] in refused.reason, refused

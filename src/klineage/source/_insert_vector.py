@@ -87,6 +87,8 @@ class _Kernel:
     needs: set[str] = field(default_factory=set)
     aligned: set[str] = field(default_factory=set)
     width: int = 1
+    flat: bool = False
+    """One chunk per thread: the launch divides its grid by ``width``."""
 
 
 def insert_vectorized_access(parsed: Parsed, params: dict) -> Inserted | Refused:
@@ -263,12 +265,16 @@ def _pointer(kernel: _Kernel, name: str, lanes: int, seen: frozenset = frozenset
 
 @dataclass
 class _Loop:
+    """A unit-stride loop, or a flat kernel's one element per thread (``owner`` its guard)."""
     node: object
     counter: str
     counter_type: str
     start: str
     stride: str
     bound: object
+    body: object
+    owner: object
+    """What the body's unconditional statements belong to (the loop, the guard, the kernel)."""
 
 
 def _unit_stride_loop(loop) -> _Loop | None:
@@ -299,14 +305,13 @@ def _unit_stride_loop(loop) -> _Loop | None:
     counter_type = re.sub(r"\s+", " ", init.child_by_field_name("type").text.decode())
     return _Loop(loop, name.decode(), counter_type,
                  declarators[0].child_by_field_name("value").text.decode(), stride,
-                 condition.child_by_field_name("right"))
+                 condition.child_by_field_name("right"), loop.child_by_field_name("body"), loop)
 
 
 def _accesses(kernel: _Kernel, loop: _Loop, lanes: int) -> list[_Access]:
     """The loop's memory accesses at ``offset + counter`` through a known pointer."""
     found = []
-    body = loop.node.child_by_field_name("body")
-    for node in walk(body):
+    for node in walk(loop.body):
         address = None
         if node.type == "subscript_expression":
             index = node.child_by_field_name("indices") or node.named_children[-1]
@@ -334,7 +339,7 @@ def _is_store(access) -> bool:
 def _groups(kernel: _Kernel, loop: _Loop, lanes: int) -> list[_Group] | Refused:
     """Vectorizable access groups (pointer, offset), or why the loop must stay scalar."""
     accesses = _accesses(kernel, loop, lanes)
-    body = loop.node.child_by_field_name("body")
+    body = loop.body
     groups: dict[tuple[str, str], _Group] = {}
     for access in accesses:
         key = (access.pointer, re.sub(r"\s+", "", access.offset))
@@ -348,7 +353,7 @@ def _groups(kernel: _Kernel, loop: _Loop, lanes: int) -> list[_Group] | Refused:
         mine = [g for g in groups.values() if g.pointer == name]
         if len(mine) != 1 or len(uses) != len(mine[0].accesses) or len(uses) != 1:
             return Refused(f"{name} is touched other than by one store at one index")
-        if not _unconditional(mine[0].accesses[0].node, loop.node):
+        if not _unconditional(mine[0].accesses[0].node, loop.owner):
             return Refused(f"the store to {name} is conditional or in an inner block")
         if mine[0].accesses[0].node.parent.child_by_field_name("operator").type != "=":
             return Refused(f"the store to {name} is a compound assignment (it reads the old value)")
@@ -403,7 +408,16 @@ def _vectorized_clone(parsed: Parsed, kernel: _Kernel) -> str | Refused:
     rewritten, reasons = 0, []
     loops = for_loops(function)
     if not loops:
-        return Refused("it has no loop (a flat one-thread-per-element index is not rewritten)")
+        flat = _flat(kernel)
+        if isinstance(flat, Refused):
+            return Refused(f"it has no loop, and not the flat one-element-per-thread shape: "
+                           f"{flat.reason}")
+        plan = _plan(kernel, flat)
+        if isinstance(plan, str):
+            return Refused(f"the flat index {flat.counter}: {plan}")
+        _flat_rewrite(parsed, splice, kernel, flat, *plan, base)
+        kernel.flat = True
+        rewritten = 1
     for loop in loops:  # loops holding loops are skipped, so none overlap
         line = f"the loop at line {parsed.site(loop).start_line}"
         facts = _unit_stride_loop(loop)
@@ -414,35 +428,175 @@ def _vectorized_clone(parsed: Parsed, kernel: _Kernel) -> str | Refused:
         if blocked:
             reasons.append(f"{line} {blocked}")
             continue
-        elements = _loop_elements(kernel, facts)
-        if not elements:
-            reasons.append(f"{line} accesses no p[OFF + {facts.counter}] of a 2- or 4-byte "
-                           "element through a pointer parameter")
+        plan = _plan(kernel, facts)
+        if isinstance(plan, str):
+            reasons.append(f"{line}: {plan}")
             continue
-        lanes = VECTOR_BYTES // max(ELEMENT_BYTES[e] for e in elements)
-        bound = _multiple_of(kernel, facts.bound, lanes)
-        if bound is None:
-            reasons.append(f"{line}: its bound {facts.bound.text.decode()} is not provably a "
-                           f"multiple of {lanes} (a product or sum of integer parameters and "
-                           "literals)")
-            continue
-        groups = _groups(kernel, facts, lanes)
-        if isinstance(groups, Refused):
-            reasons.append(f"{line}: {groups.reason}")
-            continue
-        kernel.needs |= bound
-        for group in groups:
-            kernel.needs |= _group_needs(kernel, group, facts.counter, lanes)
-            kernel.aligned.add(_pointer(kernel, group.pointer, lanes).root)
-        kernel.width = max(kernel.width, lanes)
         splice.replace(loop.start_byte - base, loop.end_byte - base,
-                       _vector_loop(parsed, kernel, facts, groups, lanes, base))
+                       _vector_loop(parsed, kernel, facts, *plan, base))
         rewritten += 1
     if not rewritten:
         return Refused("; ".join(reasons))
     text = splice.apply()
     name = function_name(function)
     return re.sub(rf"\b{re.escape(name)}\b", f"{name}_vec", text, count=1)
+
+
+def _plan(kernel: _Kernel, facts: _Loop) -> tuple[list[_Group], int] | str:
+    """The access groups to vectorize and the lanes, noting what the launch guard must check;
+    or why not."""
+    elements = _loop_elements(kernel, facts)
+    if not elements:
+        return (f"no access p[OFF + {facts.counter}] of a 2- or 4-byte element through a pointer "
+                "parameter")
+    lanes = VECTOR_BYTES // max(ELEMENT_BYTES[e] for e in elements)
+    bound = _multiple_of(kernel, facts.bound, lanes)
+    if bound is None:
+        return (f"its bound {facts.bound.text.decode()} is not provably a multiple of {lanes} "
+                "(a product or sum of integer parameters and literals)")
+    groups = _groups(kernel, facts, lanes)
+    if isinstance(groups, Refused):
+        return groups.reason
+    kernel.needs |= bound
+    for group in groups:
+        kernel.needs |= _group_needs(kernel, group, facts.counter, lanes)
+        kernel.aligned.add(_pointer(kernel, group.pointer, lanes).root)
+    kernel.width = max(kernel.width, lanes)
+    return groups, lanes
+
+
+# ---------------------------------------------------------------------------- flat kernels
+
+_INTEGER_CAST = re.compile(r"\((?:const\s+)?(?:unsigned\s+|signed\s+)?(?:long\s+long|long|int|short|"
+                           r"int64_t|int32_t|uint64_t|uint32_t|size_t|ptrdiff_t|unsigned)\)")
+_GLOBAL_INDEX = {f"{a}+{b}" for product in ("blockIdx.x*blockDim.x", "blockDim.x*blockIdx.x")
+                 for a, b in ((product, "threadIdx.x"), ("threadIdx.x", product))}
+
+
+def _is_global_index(node) -> bool:
+    """``blockIdx.x * blockDim.x + threadIdx.x`` in any order, with integer casts: the index
+    that enumerates 0 .. gridDim.x * blockDim.x - 1, one per thread."""
+    return re.sub(r"[\s()]", "", _INTEGER_CAST.sub("", node.text.decode())) in _GLOBAL_INDEX
+
+
+def _operands(node, operator: str) -> list:
+    """The operands of a chain of ``operator`` (``&&`` or ``||``), parentheses dropped."""
+    while node.type == "parenthesized_expression":
+        node = node.named_children[0]
+    if node.type == "binary_expression" and node.child_by_field_name("operator").type == operator:
+        return (_operands(node.child_by_field_name("left"), operator)
+                + _operands(node.child_by_field_name("right"), operator))
+    return [node]
+
+
+def _mentions(node, name: str) -> list:
+    return [n for n in walk(node) if n.type == "identifier" and n.text.decode() == name]
+
+
+def _flat(kernel: _Kernel) -> _Loop | Refused:
+    """The flat kernel: declarations, ``T i = <global index>;``, then ``if (i < BOUND [&& ...])
+    BODY`` as the last statement, or ``if (i >= BOUND [|| ...]) return;`` and BODY after it."""
+    body = kernel.node.child_by_field_name("body")
+    statements = [c for c in body.named_children if c.type != "comment"]
+    at = next((k for k, st in enumerate(statements) if st.type == "declaration" and any(
+        d.type == "init_declarator" and _is_global_index(d.child_by_field_name("value"))
+        for d in st.children_by_field_name("declarator"))), None)
+    if at is None:
+        return Refused("no local set to blockIdx.x * blockDim.x + threadIdx.x")
+    declaration = statements[at]
+    declarators = declaration.children_by_field_name("declarator")
+    if len(declarators) != 1:
+        return Refused("the global index shares its declaration with other names")
+    index = _innermost_name(declarators[0])
+    if any(_mentions(st, index) for st in statements[:at]) or _mentions(declaration.child_by_field_name(
+            "type"), index):
+        return Refused(f"{index} is used before it is set")
+    if at + 1 >= len(statements) or statements[at + 1].type != "if_statement":
+        return Refused(f"the statement after {index} is not its bounds check")
+    guard = statements[at + 1]
+    condition = guard.child_by_field_name("condition")
+    condition = condition.named_children[0] if condition.type == "condition_clause" else condition
+    consequence = guard.child_by_field_name("consequence")
+    early = consequence.type == "return_statement" or (
+        consequence.type == "compound_statement" and [c.type for c in consequence.named_children]
+        == ["return_statement"])
+    if guard.child_by_field_name("alternative") is not None:
+        return Refused("the bounds check has an else branch")
+    if early:
+        bound = _bound_test(_operands(condition, "||"), index, (">=",), "<=")
+        work, owner = body, kernel.node
+        rest = statements[at + 2:]
+    else:
+        bound = _bound_test(_operands(condition, "&&"), index, ("<",), ">")
+        work, owner, rest = consequence, guard, []
+        if statements[at + 2:]:
+            return Refused("statements follow the bounds-checked block")
+    if isinstance(bound, Refused):
+        return bound
+    counter_type = re.sub(r"\s+", " ", declaration.child_by_field_name("type").text.decode())
+    counter_type = re.sub(r"^const ", "", counter_type)
+    scope = rest if early else [consequence]
+    for statement in scope:
+        for node in walk(statement):
+            if node.type in _EXITS:
+                return Refused("the body has a break, return or goto")
+            if node.type == "call_expression" and callee_name(node) == "__syncthreads":
+                return Refused("the body has a __syncthreads()")
+            if node.type in ("for_statement", "while_statement", "do_statement"):
+                return Refused("the body holds a loop")
+        if any(t is not None and t.text.decode() == index for _, t in writes(statement)):
+            return Refused(f"the body assigns {index}")
+    if early and not rest:
+        return Refused("nothing follows the bounds check")
+    return _Loop(declaration, index, counter_type, declarators[0].child_by_field_name("value").text.decode(),
+                 "1", bound, work, owner)
+
+
+def _bound_test(operands: list, index: str, operators: tuple, flipped: str):
+    """The BOUND of the one operand ``index < BOUND`` (or its mirror); the others must not
+    name the index."""
+    tests = [o for o in operands if _mentions(o, index)]
+    if len(tests) != 1 or tests[0].type != "binary_expression":
+        return Refused(f"the bounds check does not compare {index} once, alone, with a bound")
+    test = tests[0]
+    operator = test.child_by_field_name("operator").type
+    left, right = test.child_by_field_name("left"), test.child_by_field_name("right")
+    if operator in operators and left.type == "identifier" and left.text.decode() == index:
+        return right
+    if operator == flipped and right.type == "identifier" and right.text.decode() == index:
+        return left
+    return Refused(f"the bounds check is not {index} {operators[0]} BOUND")
+
+
+def _flat_rewrite(parsed: Parsed, splice: Splice, kernel: _Kernel, flat: _Loop, groups: list[_Group],
+                  lanes: int, base: int) -> None:
+    """``T i = G;`` -> ``const T kl_i0 = (T)(G) * V;``; the bounds check tests the chunk, and the
+    body runs for its V lanes between the 16-byte loads and stores. The launch divides the grid
+    by V (``_splice_launch``)."""
+    chunk = f"kl_{flat.counter}0"
+    declaration = flat.node
+    splice.replace(declaration.start_byte - base, declaration.end_byte - base,
+                   f"const {flat.counter_type} {chunk} = ({flat.counter_type})({flat.start}) * {lanes};")
+    guard = declaration.next_named_sibling
+    while guard.type == "comment":
+        guard = guard.next_named_sibling
+    condition = guard.child_by_field_name("condition")
+    (mention,) = _mentions(condition, flat.counter)
+    test = parsed.data[condition.start_byte:mention.start_byte].decode() + chunk + \
+        parsed.data[mention.end_byte:condition.end_byte].decode()
+    indent = _indent_of(parsed, guard)
+    if flat.owner == guard:
+        inner = indent + "  "
+        lines = [f"if {test} {{", *_chunk(parsed, kernel, flat, groups, lanes, chunk, inner,
+                                          flat.body.start_byte, flat.body.end_byte), f"{indent}}}"]
+        splice.replace(guard.start_byte - base, guard.end_byte - base, "\n".join(lines))
+        return
+    statements = [c for c in flat.body.named_children if c.start_byte > guard.start_byte]
+    first, last = statements[0], statements[-1]
+    splice.replace(condition.start_byte - base, condition.end_byte - base, test)
+    lines = _chunk(parsed, kernel, flat, groups, lanes, chunk, indent, first.start_byte, last.end_byte)
+    lines[0] = lines[0].lstrip()
+    splice.replace(first.start_byte - base, last.end_byte - base, "\n".join(lines))
 
 
 def _blocked(loop, facts: _Loop) -> str | None:
@@ -472,15 +626,22 @@ def _loop_elements(kernel: _Kernel, facts: _Loop) -> set[str]:
 def _vector_loop(parsed: Parsed, kernel: _Kernel, facts: _Loop, groups: list[_Group], lanes: int,
                  base: int) -> str:
     indent = _indent_of(parsed, facts.node)
-    inner = indent + "  "
     chunk = f"kl_{facts.counter}0"
     start = "0" if facts.start.strip() == "0" else f"({facts.start}) * {lanes}"
     step = str(lanes) if facts.stride.strip() == "1" else f"({facts.stride}) * {lanes}"
-    lines = [f"for ({facts.counter_type} {chunk} = {start}; {chunk} < {facts.bound.text.decode()}; "
-             f"{chunk} += {step}) {{"]
-    body = facts.node.child_by_field_name("body")
-    body_splice = Splice(parsed.data[body.start_byte:body.end_byte])
-    stores = []
+    header = (f"for ({facts.counter_type} {chunk} = {start}; {chunk} < {facts.bound.text.decode()}; "
+              f"{chunk} += {step}) {{")
+    body = facts.body
+    return "\n".join([header, *_chunk(parsed, kernel, facts, groups, lanes, chunk, indent + "  ",
+                                      body.start_byte, body.end_byte), f"{indent}}}"])
+
+
+def _chunk(parsed: Parsed, kernel: _Kernel, facts: _Loop, groups: list[_Group], lanes: int,
+           chunk: str, inner: str, start: int, end: int) -> list[str]:
+    """One chunk's lines: the 16-byte loads, the body (the source from ``start`` to ``end``, a
+    block or statements) once per lane with its accesses on the lanes, the 16-byte stores."""
+    lines, stores = [], []
+    body_splice = Splice(parsed.data[start:end])
     for number, group in enumerate(groups):
         pointer = _pointer(kernel, group.pointer, lanes)
         raw = _RAW_TYPES[lanes * ELEMENT_BYTES[pointer.element]]
@@ -497,21 +658,18 @@ def _vector_loop(parsed: Parsed, kernel: _Kernel, facts: _Loop, groups: list[_Gr
                       f"reinterpret_cast<const {pointer.element}*>(&{lane_name}_raw);"]
         for access in group.accesses:
             node = access.node
-            body_splice.replace(node.start_byte - body.start_byte, node.end_byte - body.start_byte,
-                                f"{lane_name}[kl_lane]")
-    new_body = body_splice.apply()
-    if body.type == "compound_statement":
-        statements = new_body.strip()[1:-1].strip().splitlines()
-        statements[0] = inner + statements[0]  # strip() took the first line's indent
-    else:
-        statements = [inner + new_body.strip()]
+            body_splice.replace(node.start_byte - start, node.end_byte - start, f"{lane_name}[kl_lane]")
+    new_body = body_splice.apply().strip()
+    if parsed.data[start:start + 1] == b"{" and new_body.endswith("}"):
+        new_body = new_body[1:-1].strip()
+    statements = new_body.splitlines()
+    statements[0] = inner + statements[0]  # strip() took the first line's indent
     uses_counter = re.search(rf"\b{re.escape(facts.counter)}\b", "\n".join(statements)) is not None
     lines.append(f"{inner}for (int kl_lane = 0; kl_lane < {lanes}; ++kl_lane) {{")
     if uses_counter:
         lines.append(f"{inner}  const {facts.counter_type} {facts.counter} = {chunk} + kl_lane;")
     lines += [("  " + s if s.strip() else s) for s in statements]
-    lines += [f"{inner}}}", *stores, f"{indent}}}"]
-    return "\n".join(lines)
+    return [*lines, f"{inner}}}", *stores]
 
 
 def _indent_of(parsed: Parsed, node) -> str:
@@ -538,11 +696,18 @@ def _splice_launch(parsed: Parsed, splice: Splice, launcher, launch, kernel: _Ke
     call = statement.text.decode().replace("\n", "\n  ")  # continuation lines move in with it
     fast = call.replace(name, f"{name}_vec", 1)
     indent = _indent_of(parsed, statement)
+    if kernel.flat:  # a thread per chunk of V: a grid of G blocks becomes ceil(G / V)
+        grid = next(c for c in launch.children if c.type == "kernel_call_syntax").named_children[0]
+        at = grid.start_byte - statement.start_byte
+        text = statement.text.decode()
+        launched = (text[:at] + "kl_grid" + text[at + grid.end_byte - grid.start_byte:]).replace(
+            name, f"{name}_vec", 1).replace("\n", "\n    ")
+        fast = (f"{{\n{indent}    dim3 kl_grid({grid.text.decode()});\n"
+                f"{indent}    kl_grid.x = (kl_grid.x + {kernel.width - 1}u) / {kernel.width}u;\n"
+                f"{indent}    {launched}\n{indent}  }}")
     branches = f"if ({guard})\n{indent}  {fast}\n{indent}else\n{indent}  {call}"
     if statement.parent is None or statement.parent.type != "compound_statement":
-        declaration = f"const bool {guard} = {f' &&{chr(10)}{indent}      '.join(checks) or 'true'};"
-        splice.replace(statement.start_byte, statement.end_byte,
-                       f"{{\n{indent}  {declaration}\n{indent}  {branches}\n{indent}}}")
+        _guard_in_place(splice, statement, guard, checks, branches, indent)
         return
     body = launcher.child_by_field_name("body")
     top = {n.start_byte: n for n in body.named_children}
@@ -552,6 +717,9 @@ def _splice_launch(parsed: Parsed, splice: Splice, launcher, launch, kernel: _Ke
     needed = {i.text.decode() for n in guarded for i in walk(by_position[n]) if i.type == "identifier"}
     if not needed <= _declared_before(launcher, body, first):
         first, uses = _top_statement(launch, top), []
+        if not needed <= _declared_before(launcher, body, first):  # set inside the loop it sits in
+            _guard_in_place(splice, statement, guard, checks, branches, indent)
+            return
     place = _indent_of(parsed, first)
     line_start = parsed.data.rfind(b"\n", 0, first.start_byte) + 1
     splice.replace(line_start, line_start,
@@ -560,6 +728,15 @@ def _splice_launch(parsed: Parsed, splice: Splice, launcher, launch, kernel: _Ke
         splice.replace(use.start_byte, use.end_byte,
                        f"({guard} ? (const void*){name}_vec : (const void*){name})")
     splice.replace(statement.start_byte, statement.end_byte, branches)
+
+
+def _guard_in_place(splice: Splice, statement, guard: str, checks: list[str], branches: str,
+                    indent: str) -> None:
+    """The guard declared in a block of its own around the launch: what the launch names is
+    in scope there, wherever the launch sits."""
+    declaration = f"const bool {guard} = {f' &&{chr(10)}{indent}      '.join(checks) or 'true'};"
+    splice.replace(statement.start_byte, statement.end_byte,
+                   f"{{\n{indent}  {declaration}\n{indent}  {branches}\n{indent}}}")
 
 
 def _top_statement(node, top: dict):
