@@ -32,6 +32,10 @@ class BenchRow(_Record):
     best_ms: float | None = None
     expert_ms: float | None = None
     speedup_vs_start: float | None = None
+    """Judged after every method of the repeat ran: the start against each distinct best kernel,
+    side by side in one gate session (the same kernel, the same number)."""
+    run_speedup: float | None = None
+    """The run's own final paired comparison, minutes apart from the other methods'."""
     speedup_vs_expert: float | None = None
     sol_fraction: float | None = None
     correct_candidates: int | None = None

@@ -144,5 +144,5 @@ def demo_table(result: Any) -> Table:
                       f"{row['geomean_speedup_vs_start']:.2f}x vs start, "
                       f"{_num(row.get('geomean_speedup_vs_expert'), '.2f')}x vs expert"
                       + (f", failures: {len(row['failures'])}" if row.get("failures") else "")
-                      + (f"; the same kernel as {twin} (the difference is timing noise)" if twin else ""))
+                      + (f"; the same kernel as {twin}" if twin else ""))
     return table
