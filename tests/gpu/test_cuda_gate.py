@@ -70,13 +70,18 @@ def test_cuda_examples_accepted_and_expert_faster(folder, gpu_quick):
     assert second.verdict is Verdict.ACCEPTED, second.reason
 
 
-@pytest.mark.parametrize("name", ["add_rmsnorm", "gemm_bf16", "layernorm", "row_sum", "softmax"])
+@pytest.mark.parametrize("name", ["add_rmsnorm", "gemm_bf16", "layernorm", "row_sum", "softmax",
+                                  "silu_and_mul", "heldout/scale_flat", "heldout/rmsnorm_2dgrid",
+                                  "heldout/rowmax_gridstride"])
 def test_vectorized_access_insertion_passes_the_gate_on_naive_kernels(name, gpu_quick, tmp_path):
-    # Every check shape runs: the sizes the guard sends to the general kernel and those it vectorizes.
+    # Every check shape runs: the sizes the guard sends to the general kernel and those it
+    # vectorizes. The held-out ones are other styles: flat index, 2-D grid, grid-stride.
     from klineage.source import insertion_edits
     from source._kernels import write_kernel
 
-    workload = load_workload(REPO / "examples" / "workloads" / "cuda" / name)
+    folder = (REPO / "examples" / "heldout" / "cuda" / name.removeprefix("heldout/")
+              if name.startswith("heldout/") else REPO / "examples" / "workloads" / "cuda" / name)
+    workload = load_workload(folder)
     naive = load_kernel(workload, "naive")
     (edit,) = insertion_edits(naive.source.read_text(), "cuda", "vectorized_access")
     kernel = write_kernel(tmp_path / "vec", workload, edit.new_source, "cuda", naive.flags)

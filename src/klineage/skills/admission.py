@@ -22,7 +22,12 @@ from klineage.skills.lift import divisibility_precondition
 from klineage.source import present
 from klineage.workload import KernelState, Workload
 
-__all__ = ["MAX_ATTEMPTS", "Context", "admit", "applicable"]
+__all__ = ["HELD_OUT_PASSES", "MAX_ATTEMPTS", "Context", "admit", "applicable"]
+
+HELD_OUT_PASSES = 2
+"""Held-out reproductions sought before the trials stop. One admits the card; a second keeps it
+admitted when a bench leaves the first context's workload out (its trials go with it), so a card
+is not lost on exactly the workload it was shown to work on."""
 
 MAX_ATTEMPTS = 2
 """Materializations per context for a non-exhaustive (LLM) brain; the retry carries the gate's
@@ -55,13 +60,17 @@ def applicable(card: SkillCard, state: KernelState) -> str | None:
 
 def admit(card: SkillCard, contexts: list[Context], brain: Editor, max_trials: int = 3,
           say: Callable[[str], None] | None = None) -> SkillCard:
-    """Try the card on held-out contexts until one reproduces its effect (or trials run out)."""
+    """Try the card on held-out contexts until ``HELD_OUT_PASSES`` of other workloads reproduce its
+    effect (or trials run out); one reproduction admits it."""
     say = say or (lambda _: None)
     sources = {e.workload for e in card.effect}
     tried = 0
     for context in contexts:
-        if tried >= max_trials or card.admitted:
+        reproduced = {t.target.split("/")[0] for t in card.verification if t.held_out and t.passed}
+        if tried >= max_trials or len(reproduced) >= HELD_OUT_PASSES:
             break
+        if context.workload.name in reproduced:
+            continue  # a second kernel of a workload already reproduced adds no new context
         if applicable(card, context.state) is not None:
             continue
         held_out = context.workload.name not in sources
