@@ -99,10 +99,14 @@ def test_nowhen_sees_the_same_cards_without_their_when():
     cards = [card("restrict", category="tuning", ratio=1.2), card("omp_simd", ratio=4.0),
              card("unroll", admitted=False)]
     findings = [_found("omp_parallel", "slower", 0.5)]
-    order, _ = _order("klineage-nowhen", MethodInputs(cards=cards, findings=findings))
-    # no admission, effect or risk left to rank or filter by: every card is tried, then the
-    # passes no card made, in the seeded order (no findings either)
-    assert sorted(order[:3]) == ["omp_simd", "restrict", "unroll"] and order[3:] == ["omp_parallel"]
+    found = _candidates("klineage-nowhen", MethodInputs(cards=cards, findings=findings))
+    # no admission, effect or risk left to rank or filter by: every card is tried (the unroll
+    # card's values swept, as klineage does: that is how, not when), then the passes no card
+    # made, in the seeded order (no findings either)
+    kinds = [c.key.split(":")[0] for c in found]
+    assert sorted(c.feature for c in found if c.key.startswith("skill:")) == [
+        "omp_simd", "restrict", "unroll"]
+    assert kinds.count("tune") == 2 and kinds[-1] == "feature" and found[-1].feature == "omp_parallel"
 
 
 def test_expert_source_ranks_by_features_the_experts_show():
@@ -138,3 +142,44 @@ def test_klineage_orders_the_passes_after_its_cards_by_what_the_mines_measured()
         assert order == ["omp_simd", "omp_parallel", "restrict", "unroll"]
     # without findings the passes come in the seeded order, as for none
     assert _order("klineage", MethodInputs(), seed=3)[0] == _order("none", MethodInputs(), seed=3)[0]
+
+
+def _candidates(name, inputs, seed=0):
+    axpy = load_workload(FIXTURES / "axpy")
+    state = KernelState.from_spec(load_kernel(axpy, "plain"))
+    method = make_method(name, get_editor("rules"), axpy, inputs, seed)
+    tried, found = set(), []
+    while (candidate := method.next(state, None, "", tried)) is not None:
+        tried.add(candidate.key)
+        found.append(candidate)
+    return found
+
+
+def test_klineage_tries_a_card_with_its_experts_values_then_the_values_next_to_them():
+    found = _candidates("klineage", MethodInputs(cards=[card("unroll", params={"factor": 4})]))
+    unrolls = [(c.key.split(":")[0], c.proposal.state.source) for c in found if c.feature == "unroll"]
+    assert [kind for kind, _ in unrolls] == ["skill", "tune", "tune"]
+    assert ["#pragma GCC unroll 4" in unrolls[0][1], "#pragma GCC unroll 2" in unrolls[1][1],
+            "#pragma GCC unroll 8" in unrolls[2][1]] == [True, True, True]
+    assert all(c.skill is None for c in found if c.key.startswith("tune:")), (
+        "a retuned kernel is not a trial of the card: its values are not the card's")
+
+
+def test_klineage_retunes_a_kept_card_on_the_best_kernel_without_its_feature():
+    axpy = load_workload(FIXTURES / "axpy")
+    plain = KernelState.from_spec(load_kernel(axpy, "plain"))
+    method = make_method("klineage", get_editor("rules"), axpy,
+                         MethodInputs(cards=[card("unroll", params={"factor": 4})]), 0)
+    first = method.next(plain, None, "", set())
+    best = first.proposal.state  # as if the loop kept it
+    tuned = method.next(best, None, "", {first.key})
+    assert tuned.key.startswith("tune:") and "#pragma GCC unroll 2" in tuned.proposal.state.source
+    assert "#pragma GCC unroll 4" not in tuned.proposal.state.source, "one unroll, retuned"
+
+
+def test_none_draws_each_passs_parameters_at_random_from_its_seed():
+    def factor(seed):
+        (unroll,) = [c for c in _candidates("none", MethodInputs(), seed) if c.feature == "unroll"]
+        return unroll.proposal.edit.params["factor"]
+    assert factor(5) == factor(5)
+    assert {factor(s) for s in range(10)} == {2, 4, 8}

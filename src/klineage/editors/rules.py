@@ -4,8 +4,9 @@ simplify   every applicable single-feature removal pass, in the walk's order
 rederive   the feature's insertion pass on the simpler kernel, with the tunables that worked
 lift       card text from the feature catalogue and the transition's facts
 materialize the card's insertion pass (``card.rewrite``) on the new kernel
-improve    every insertion pass that applies to the kernel (the caller orders them), and why
-           each other pass made no edit
+improve    every insertion pass that applies to the kernel (the caller orders them; its
+           ``ctx.extra["tunables"]`` may set a pass's parameters), and why each other pass made
+           no edit
 
 Features without an insertion pass (SIMD intrinsics, packing, tensor cores, ...) cannot be
 re-derived or materialized by this brain: those steps yield no skill with it, and say so.
@@ -69,7 +70,8 @@ class RulesEditor:
         for name, info in CATALOGUE.items():
             if not info.insertable or name in present_now or state.language not in info.languages:
                 continue
-            edit = insertion(state.source, state.language, name, {"flags": list(state.flags)})
+            params = {**ctx.extra.get("tunables", {}).get(name, {}), "flags": list(state.flags)}
+            edit = insertion(state.source, state.language, name, params)
             if isinstance(edit, Refused):
                 refusals.append(f"{name}: {edit.reason}")
             else:

@@ -26,6 +26,7 @@ is retried once with the gate's feedback; the baselines keep improving from the 
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +41,8 @@ from klineage.optimize.memory import Observation, memory_text, success_counts
 from klineage.skills.card import Scope, SkillCard
 from klineage.skills.findings import Finding, rank_features
 from klineage.skills.retrieval import Choice, retrieve
-from klineage.source import present
+from klineage.source import present, removal_edits
+from klineage.source.tunables import TUNABLES, drawn, neighbours
 from klineage.workload import KernelState, Workload
 
 __all__ = ["METHODS", "Candidate", "Method", "MethodInputs", "make_method", "without_when"]
@@ -52,7 +54,7 @@ METHODS = ("klineage", "klineage-nowhen", "none", "memory", "rules-table", "expe
 class Candidate:
     key: str
     """What the method will not hand out again: 'skill:<id>', 'joint:<state>', 'retry:<key>',
-    'improve:<state>:<n>' or 'feature:<name>'."""
+    'improve:<state>:<n>', 'feature:<name>' or 'tune:<id>:<params>'."""
     feature: str | None
     skill: str | None = None
     proposal: Proposal | None = None
@@ -77,6 +79,9 @@ def describe(key: str, feature: str | None) -> str:
     if kind == "retry":
         return f"retry of {describe(rest, feature)}"
     named = f" ({feature})" if feature else ""
+    if kind == "tune":
+        card, _, params = rest.partition(":")
+        return f"card {card[:12]}{named} with {params}"
     return {"skill": f"card {rest[:12]}{named}", "joint": "the cards together" + named,
             "improve": "improvement" + named}.get(kind, feature or key)
 
@@ -148,8 +153,13 @@ class Method:
 
     def _context(self, state: KernelState, profile: GateReport | None, feedback: str) -> EditContext:
         return EditContext(workload=self.workload, feedback=feedback,
-                           extra={"knowledge": self.knowledge(state, profile)},
+                           extra={"knowledge": self.knowledge(state, profile),
+                                  "tunables": self.tunables(state)},
                            features=tuple(sorted(present(state.source, state.language))))
+
+    def tunables(self, state: KernelState) -> dict[str, dict[str, Any]]:
+        """The parameters the rules brain's passes take on ``state`` (none: their defaults)."""
+        return {}
 
 
 def _limiter(profile: GateReport | None) -> str | None:
@@ -163,6 +173,10 @@ class KlineageMethod(Method):
         return retrieve(self.inputs.cards, state, self.workload, profile)
 
     def next(self, state, profile, feedback, tried):
+        if not self.learning:  # a card tried with its expert's values: the values next to them
+            tuned = self._sweep(state, feedback, tried)
+            if tuned is not None:
+                return tuned
         chosen = [c.card for c in self.choices(state, profile) if c.chosen]
         for card in chosen:
             if f"skill:{card.id}" not in tried:
@@ -183,6 +197,28 @@ class KlineageMethod(Method):
         if not cards:
             return None
         return self._materialize(state, cards[0] if failed.skill else cards, feedback, key)
+
+    def _sweep(self, state: KernelState, feedback: str, tried: set[str]) -> Candidate | None:
+        """The second stage of the tuner: for each card tried, its pass with one tunable moved
+        one step from the expert's value, on the best kernel without the card's feature (the
+        loop keeps it only if it beats the best). Derived from ``tried`` and the state alone, so
+        a resumed run sweeps as an uninterrupted one would."""
+        for card in self.inputs.cards:
+            if card.rewrite is None or f"skill:{card.id}" not in tried:
+                continue
+            for params in neighbours(card.feature, card.rewrite.params):
+                key = f"tune:{card.id}:{json.dumps(params, sort_keys=True, default=str)}"
+                if key in tried:
+                    continue
+                base = _without(state, card.feature)
+                if base is None:
+                    return Candidate(key, card.feature, None, None,
+                                     f"{card.feature} cannot be removed from the best kernel to retune it")
+                tuned = card.model_copy(update={"rewrite": card.rewrite.model_copy(
+                    update={"params": params})})
+                found = self._materialize(base, tuned, feedback, key)
+                return Candidate(key, card.feature, None, found.proposal, found.note)
+        return None
 
     def order(self, proposals, state, profile):
         ranked = rank_features(self.inputs.findings)
@@ -210,6 +246,16 @@ class KlineageMethod(Method):
     def context_json(self):
         return {"cards": [c.id for c in self.inputs.cards],
                 "findings": [f.model_dump(mode="json") for f in self.inputs.findings]}
+
+
+def _without(state: KernelState, feature: str) -> KernelState | None:
+    """``state`` without ``feature`` (itself when absent; None when no removal pass takes it)."""
+    if feature not in present(state.source, state.language):
+        return state
+    edit = next((e for e in removal_edits(state.source, state.language, state.flags)
+                 if e.feature == feature), None)
+    return None if edit is None else state.with_source(edit.new_source, edit.flags_removed,
+                                                       edit.flags_added)
 
 
 def cards_text(cards: list[SkillCard]) -> str:
@@ -250,6 +296,11 @@ class _ImproveMethod(Method):
 
 class NoneMethod(_ImproveMethod):
     name = "none"
+
+    def tunables(self, state):
+        """Each pass's parameters drawn at random (seeded per run and kernel): no knowledge."""
+        return {feature: drawn(feature, random.Random(f"{self.seed}:{state.fingerprint}:{feature}"))
+                for feature in TUNABLES}
 
 
 class MemoryMethod(_ImproveMethod):

@@ -88,11 +88,14 @@ def insert_omp_parallel(parsed: Parsed, params: dict) -> Inserted | Refused:
     loop = max(candidates, key=lambda candidate: (_work(parsed, candidate), loop_depth(candidate),
                                                   -candidate.start_byte))
     splice = Splice(parsed.data)
-    pragma = params.get("pragma", "omp parallel for schedule(static)")
+    schedule = params.get("schedule", "static")
+    if schedule not in ("static", "dynamic"):
+        return Refused(f"schedule {schedule!r}: the pass writes static or dynamic")
+    pragma = params.get("pragma", f"omp parallel for schedule({schedule})")
     offset, text = _pragma_before(parsed, loop, pragma)
     splice.replace(offset, offset, text)
     flags = () if "-fopenmp" in params.get("flags", ()) else ("-fopenmp",)
-    return Inserted(splice.apply(), [parsed.site(loop)], {"pragma": pragma}, flags)
+    return Inserted(splice.apply(), [parsed.site(loop)], {"pragma": pragma, "schedule": schedule}, flags)
 
 
 def _functions_by_name(parsed: Parsed) -> dict[bytes, object]:

@@ -87,6 +87,7 @@ class _Kernel:
     needs: set[str] = field(default_factory=set)
     aligned: set[str] = field(default_factory=set)
     width: int = 1
+    vector_bytes: int = VECTOR_BYTES
     flat: bool = False
     """One chunk per thread: the launch divides its grid by ``width``."""
 
@@ -98,6 +99,9 @@ def insert_vectorized_access(parsed: Parsed, params: dict) -> Inserted | Refused
                     None)
     if launcher is None:
         return Refused("no kl_launch in the file: the launch cannot be guarded")
+    vector_bytes = int(params.get("vector_bytes", VECTOR_BYTES))
+    if vector_bytes not in (8, 16):
+        return Refused(f"vector_bytes {vector_bytes}: the pass moves 8- or 16-byte chunks")
     splice, sites, widths, why = Splice(parsed.data), [], {}, Refusals(parsed)
     for function in function_definitions(parsed.root):
         if not is_cuda_kernel(function):
@@ -109,6 +113,7 @@ def insert_vectorized_access(parsed: Parsed, params: dict) -> Inserted | Refused
         launches = [c for c in calls(launcher) if callee_name(c) == name
                     and any(k.type == "kernel_call_syntax" for k in c.children)]
         kernel = _kernel(function)
+        kernel.vector_bytes = vector_bytes
         if len(launches) != 1:
             why.add(function, f"kl_launch launches {name} {len(launches)} times, not once")
             continue
@@ -126,7 +131,7 @@ def insert_vectorized_access(parsed: Parsed, params: dict) -> Inserted | Refused
         widths[name] = kernel.width
     if not sites:
         return why.refused("no __global__ kernel")
-    return Inserted(splice.apply(), [parsed.site(n) for n in sites], {"vector_bytes": VECTOR_BYTES,
+    return Inserted(splice.apply(), [parsed.site(n) for n in sites], {"vector_bytes": vector_bytes,
                                                                       "lanes": widths})
 
 
@@ -449,7 +454,9 @@ def _plan(kernel: _Kernel, facts: _Loop) -> tuple[list[_Group], int] | str:
     if not elements:
         return (f"no access p[OFF + {facts.counter}] of a 2- or 4-byte element through a pointer "
                 "parameter")
-    lanes = VECTOR_BYTES // max(ELEMENT_BYTES[e] for e in elements)
+    lanes = kernel.vector_bytes // max(ELEMENT_BYTES[e] for e in elements)
+    if lanes < 2:
+        return f"a {kernel.vector_bytes}-byte chunk holds one element"
     bound = _multiple_of(kernel, facts.bound, lanes)
     if bound is None:
         return (f"its bound {facts.bound.text.decode()} is not provably a multiple of {lanes} "
@@ -690,7 +697,7 @@ def _splice_launch(parsed: Parsed, splice: Splice, launcher, launch, kernel: _Ke
     guarded = [n for n, _ in kernel.params if n in kernel.needs or n in kernel.aligned]
     checks = [f"({by_position[n].text.decode()}) % {kernel.width} == 0"
               for n, _ in kernel.params if n in kernel.needs]
-    checks += [f"((unsigned long long)({by_position[n].text.decode()}) & {VECTOR_BYTES - 1}ull) == 0"
+    checks += [f"((unsigned long long)({by_position[n].text.decode()}) & {kernel.vector_bytes - 1}ull) == 0"
                for n, _ in kernel.params if n in kernel.aligned]
     guard = f"kl_{name}_vec_ok"
     call = statement.text.decode().replace("\n", "\n  ")  # continuation lines move in with it

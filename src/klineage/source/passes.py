@@ -31,7 +31,7 @@ intrinsics, and fast-path features without a general kernel.
 
 from __future__ import annotations
 
-import re
+from typing import Any
 
 from klineage.source._insert_qualifiers import Refused
 from klineage.source._insertions import insertion, insertion_edits
@@ -39,6 +39,7 @@ from klineage.source._removals import REMOVERS
 from klineage.source.features import detect_parsed
 from klineage.source.model import Edit, FeatureHit
 from klineage.source.parse import CONDITIONALS, Parsed, ancestors, calls, parse, pragma_text, pragmas
+from klineage.source.tunables import mined
 
 __all__ = ["DEPENDS_ON", "REMOVAL_ORDER", "Refused", "insertion", "insertion_edits", "removal_edits",
            "removal_order"]
@@ -129,12 +130,9 @@ def _removal_edit(parsed: Parsed, feature: str, hits: list[FeatureHit], present_
                 flags_removed=_openmp_flag_removed(new_parsed, flags))
 
 
-def _tunables(feature: str, hits: list[FeatureHit]) -> dict[str, int]:
-    """Values that worked, for the skill carrier and the re-derivation (the unroll factor)."""
-    if feature not in ("unroll", "unroll_pragma"):
-        return {}
-    factors = [int(m.group(1)) for h in hits for m in [re.search(r"unroll\s+(\d+)", h.site.text)] if m]
-    return {"factor": max(set(factors), key=factors.count)} if factors else {}
+def _tunables(feature: str, hits: list[FeatureHit]) -> dict[str, Any]:
+    """Values that worked, for the skill carrier and the re-derivation (source/tunables.py)."""
+    return mined(feature, [h.site.text for h in hits])
 
 
 def _openmp_flag_removed(parsed: Parsed, flags: tuple[str, ...]) -> tuple[str, ...]:

@@ -1,0 +1,67 @@
+"""Tunables: the parameters an insertion pass takes, the values a sweep tries, and where a removal
+finds the expert's value.
+
+  unroll, unroll_pragma  factor        2, 4, 8          the expert's '#pragma ... unroll N'
+  vectorized_access      vector_bytes  8, 16            the expert's widest vector type
+  omp_parallel           schedule      static, dynamic  the expert's schedule(...) clause
+
+klineage materializes a card with the values its expert used (the card's ``rewrite.params``),
+then tries the neighbouring values of each (the two-stage tuner: mined values first, a small
+sweep around them); the ``none`` baseline draws each value at random instead.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+__all__ = ["TUNABLES", "drawn", "mined", "neighbours"]
+
+TUNABLES: dict[str, dict[str, tuple[Any, ...]]] = {
+    "unroll": {"factor": (2, 4, 8)},
+    "unroll_pragma": {"factor": (2, 4, 8)},
+    "vectorized_access": {"vector_bytes": (8, 16)},
+    "omp_parallel": {"schedule": ("static", "dynamic")},
+}
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "unroll": {"factor": 4}, "unroll_pragma": {"factor": 4}, "vectorized_access": {"vector_bytes": 16},
+    "omp_parallel": {"schedule": "static"},
+}
+_TYPE_BYTES = {"float": 4, "int": 4, "uint": 4, "longlong": 8, "ulonglong": 8, "double": 8}
+
+
+def neighbours(feature: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The parameter sets one step from ``params`` (or from the pass's default), one tunable
+    changed at a time; none for a feature without tunables."""
+    found = []
+    for name, choices in TUNABLES.get(feature, {}).items():
+        value = params.get(name, DEFAULTS[feature][name])
+        if value not in choices:
+            continue  # a value outside the sweep's range (a CUDA full unroll): kept as mined
+        at = choices.index(value)
+        found += [{**params, name: choices[k]} for k in (at - 1, at + 1) if 0 <= k < len(choices)]
+    return found
+
+
+def drawn(feature: str, rng: random.Random) -> dict[str, Any]:
+    """One value of each tunable at random (the ``none`` baseline's parameters)."""
+    return {name: rng.choice(choices) for name, choices in TUNABLES.get(feature, {}).items()}
+
+
+def mined(feature: str, texts: list[str]) -> dict[str, Any]:
+    """The expert's values, read from the text of the sites a removal takes away."""
+    text = "\n".join(texts)
+    if feature in ("unroll", "unroll_pragma"):
+        factors = [int(f) for f in re.findall(r"unroll\s+(\d+)", text)]
+        return {"factor": max(set(factors), key=factors.count)} if factors else {}
+    if feature == "omp_parallel":
+        schedule = re.search(r"schedule\s*\(\s*(\w+)", text)
+        return {"schedule": schedule.group(1)} if schedule and schedule.group(1) in ("static",
+                                                                                     "dynamic") else {}
+    if feature == "vectorized_access":
+        widths = [int(n) * _TYPE_BYTES.get(base, 4) for base, n in
+                  re.findall(r"\b(float|int|uint|longlong|ulonglong|double)(\d)\b", text)]
+        widths += [16 for _ in re.findall(r"\buint4\b", text)]
+        return {"vector_bytes": max(widths)} if widths and max(widths) in (8, 16) else {}
+    return {}
