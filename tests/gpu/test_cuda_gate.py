@@ -87,3 +87,24 @@ def test_vectorized_access_insertion_passes_the_gate_on_naive_kernels(name, gpu_
     kernel = write_kernel(tmp_path / "vec", workload, edit.new_source, "cuda", naive.flags)
     report = run_gate(workload, kernel, options=gpu_quick)
     assert report.verdict is Verdict.ACCEPTED, report.reason
+
+
+STYLES = REPO / "tests" / "source" / "styles" / "cuda"
+
+
+@pytest.mark.parametrize("label", sorted(f"{p.parent.parent.name}/{p.parent.name}"
+                                         for p in STYLES.glob("*/*/kernel.toml")))
+def test_every_cuda_style_passes_the_gate_as_written_and_with_every_insertion(label, gpu_quick,
+                                                                              tmp_path):
+    from source._kernels import write_kernel
+    from source.test_styles import CUDA_PASSES, _all_passes
+
+    workload = load_workload(REPO / "examples" / "workloads" / "cuda" / label.split("/")[0])
+    spec = load_kernel(workload, STYLES / label)
+    plain = run_gate(workload, spec, options=gpu_quick)
+    assert plain.verdict is Verdict.ACCEPTED, f"{label}: {plain.reason}"
+    text, flags, applied = _all_passes(spec, spec.source.read_text(), CUDA_PASSES)
+    assert "vectorized_access" in applied and "read_only_cache" in applied, applied
+    kernel = write_kernel(tmp_path / "inserted", workload, text, "cuda", flags)
+    report = run_gate(workload, kernel, options=gpu_quick)
+    assert report.verdict is Verdict.ACCEPTED, f"{label} with {applied}: {report.reason}"

@@ -48,6 +48,27 @@ def _locals_of(node) -> set[bytes]:
     return names
 
 
+def _not_canonical(loop) -> str | None:
+    """Why ``loop`` is not in OpenMP's canonical form (its counter declared in it, compared
+    once, stepped once), if it is not: gcc rejects a comma in the increment, and a pointer
+    bumped beside the counter would be shared by every thread."""
+    initializer = loop.child_by_field_name("initializer")
+    if initializer is None or initializer.type != "declaration":
+        return "its counter is not declared in the loop (OpenMP needs it private)"
+    counters = _locals_of(initializer)
+    update = loop.child_by_field_name("update")
+    if update is None:
+        return "it has no increment"
+    if update.type == "comma_expression":
+        return (f"its increment {update.text.decode()!r} steps more than the counter (not OpenMP's "
+                "canonical form, and what it steps would be shared by the threads)")
+    stepped = update.child_by_field_name("argument" if update.type == "update_expression" else "left")
+    if update.type not in ("update_expression", "assignment_expression") or stepped is None \
+            or stepped.text not in counters:
+        return f"its increment {update.text.decode()!r} does not step its counter"
+    return None
+
+
 def _scalar_writes(loop) -> list:
     """Assignments and increments of plain identifiers inside the loop body."""
     body = loop.child_by_field_name("body")
@@ -128,9 +149,10 @@ def _why_not_parallel(loop) -> str | None:
     """None when the counter is the loop's own, no scalar from outside the loop is written in it,
     and every array written from outside is indexed by the counter (a scratch row shared by all
     iterations, written as e[j], would race: softmax's re-derivation was caught doing that)."""
+    not_canonical = _not_canonical(loop)
+    if not_canonical:
+        return not_canonical
     initializer = loop.child_by_field_name("initializer")
-    if initializer is None or initializer.type != "declaration":
-        return "its counter is not declared in the loop (OpenMP needs the counter private)"
     own = _locals_of(loop)
     if any(n.type in _EXITS for n in walk(loop)):
         return "a break, return or goto leaves it early"
@@ -231,6 +253,10 @@ def _simd_clause(parsed: Parsed, loop) -> str | Refused:
     if loop.child_by_field_name("initializer") is None:
         return Refused("not a canonical loop: OpenMP needs an initializer ('for (; j < n; j++)' "
                        "does not compile)")
+    update = loop.child_by_field_name("update")
+    if update is not None and update.type == "comma_expression":
+        return Refused(f"its increment {update.text.decode()!r} steps more than the counter (not "
+                       "OpenMP's canonical form)")
     if any(n.type in _EXITS for n in walk(loop)):
         return Refused("a break, return or goto leaves it early")
     own = _locals_of(loop)

@@ -19,6 +19,7 @@ from klineage.source.parse import (
     function_name,
     is_cuda_kernel,
     walk,
+    writes,
 )
 
 
@@ -189,6 +190,9 @@ def insert_read_only_cache(parsed: Parsed, params: dict) -> Inserted | Refused:
 
 
 def _const_restrict_params(kernel) -> set[str]:
+    """The kernel's const __restrict__ pointer parameters, and the const pointer locals set once
+    to one of them plus an offset (``const float* xr = x + row * N``): the no-alias promise
+    holds for what is derived from the pointer, so their loads may take the read-only path."""
     names = set()
     for parameter in (n for n in walk(kernel) if n.type == "parameter_declaration"):
         pointer = parameter.child_by_field_name("declarator")
@@ -196,6 +200,21 @@ def _const_restrict_params(kernel) -> set[str]:
         if const and pointer is not None and pointer.type == "pointer_declarator" and any(
                 c.type == "type_qualifier" and c.text in RESTRICT_WORDS for c in pointer.children):
             names.add(pointer.child_by_field_name("declarator").text.decode())
+    assigned = {t.text for _, t in writes(kernel) if t is not None and t.type == "identifier"}
+    for declaration in (n for n in walk(kernel) if n.type == "declaration"):
+        if not any(c.type == "type_qualifier" and c.text == b"const" for c in declaration.children):
+            continue
+        for declarator in declaration.children_by_field_name("declarator"):
+            pointer = declarator.child_by_field_name("declarator") \
+                if declarator.type == "init_declarator" else None
+            value = declarator.child_by_field_name("value") if pointer is not None else None
+            if pointer is None or pointer.type != "pointer_declarator" or value is None:
+                continue
+            name = pointer.child_by_field_name("declarator")
+            base = re.match(rb"\s*(\w+)\s*\+", value.text or b"")
+            if name.type == "identifier" and name.text not in assigned and base \
+                    and base.group(1).decode() in names:
+                names.add(name.text.decode())
     return names
 
 
