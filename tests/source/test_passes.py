@@ -238,6 +238,17 @@ def test_vectorized_access_insertion_leaves_what_it_cannot_prove(case, kernel):
     assert insertion_edits(kernel, "cuda", "vectorized_access") == [], case
 
 
+@pytest.mark.parametrize(("start", "stride", "why"), [
+    ("1", "1", "runs from 1 by 1"),  # a max seeded with x[0]: the chunks would skip x[1..3]
+    ("threadIdx.x", "2 * blockDim.x", "runs from threadIdx.x by 2 * blockDim.x"),
+    ("threadIdx.x", "64", "runs from threadIdx.x by 64"),  # the block has 128 threads
+])
+def test_vectorized_access_refuses_a_loop_that_does_not_cover_its_range_once(start, stride, why):
+    kernel = _scale().replace("j = threadIdx.x; j < N; j += 128", f"j = {start}; j < N; j += {stride}")
+    refused = insertion(kernel, "cuda", "vectorized_access")
+    assert isinstance(refused, Refused) and why in refused.reason, refused
+
+
 def test_vectorized_access_insertion_keeps_unprovable_reads_scalar():
     (edit,) = insertion_edits(_scale(body="y[row * N + j] = x[row + j];"), "cuda", "vectorized_access")
     assert "x[row + j]" in edit.new_source and "(float*)outputs[0]) & 15ull" in edit.new_source

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from klineage.source._insert_qualifiers import Inserted, Refusals, Refused
+from klineage.source._insert_qualifiers import Inserted, Refusals, Refused, _block_size
 from klineage.source.parse import (
     Parsed,
     Splice,
@@ -429,7 +429,7 @@ def _vectorized_clone(parsed: Parsed, kernel: _Kernel) -> str | Refused:
         if facts is None:
             reasons.append(f"{line} is not 'for (T j = START; j < BOUND; j += STRIDE or ++j)'")
             continue
-        blocked = _blocked(loop, facts)
+        blocked = _blocked(loop, facts) or _not_a_partition(parsed, kernel, facts)
         if blocked:
             reasons.append(f"{line} {blocked}")
             continue
@@ -618,6 +618,33 @@ def _blocked(loop, facts: _Loop) -> str | None:
         if node.type == "for_statement" and node is not loop:
             return "holds a loop"  # nested loops keep their own counters: left to a later pass
     return None
+
+
+def _plain_index(text: str) -> str:
+    return re.sub(r"[\s()]", "", _INTEGER_CAST.sub("", text))
+
+
+def _not_a_partition(parsed: Parsed, kernel: _Kernel, facts: _Loop) -> str | None:
+    """Why the loop's iterations, over all threads, might not be every j in [0, BOUND) once,
+    if so. The chunked copy runs chunk ``START + m * STRIDE`` where the loop ran element
+    ``START + m * STRIDE``: the same elements only when the loop partitions the range, i.e. from
+    0 by 1, or each thread from its index by the number of threads (of the block, the grid or
+    the warp). A loop from 1 (a max seeded with x[0]) would skip elements 1 to V - 1."""
+    start, stride = _plain_index(facts.start), _plain_index(facts.stride)
+    if start == "0" and stride == "1":
+        return None
+    lane = kernel.locals_.get(start)
+    lane_value = lane.child_by_field_name("value") if lane is not None else None
+    if lane_value is not None and _plain_index(lane_value.text.decode()) in (
+            "threadIdx.x%32", "threadIdx.x&31", "threadIdx.x%warpSize") and stride in ("32", "warpSize"):
+        return None
+    block = _block_size(parsed, function_name(kernel.node))
+    if start == "threadIdx.x" and (stride == "blockDim.x" or (block is not None and stride == block)):
+        return None
+    if start in _GLOBAL_INDEX and stride in ("blockDim.x*gridDim.x", "gridDim.x*blockDim.x"):
+        return None
+    return (f"runs from {facts.start.strip()} by {facts.stride.strip()}: not every element of the "
+            f"range once over all threads, which chunking it needs")
 
 
 def _loop_elements(kernel: _Kernel, facts: _Loop) -> set[str]:
