@@ -102,3 +102,20 @@ def test_vectorized_access_insertion_compiles_to_128_bit_accesses_in_registers(t
         for kernel, facts in built.resources["kernels"].items():
             # the lane arrays must live in registers: a stack frame would turn every access local
             assert facts.get("stack_bytes", 0) == 0, f"{label}: {kernel} {facts}"
+
+
+def test_every_cuda_style_builds_and_imports_only_what_the_gate_allows():
+    # nvcc gives each non-inline __device__ helper a host body of ::exit(1): the row-per-block
+    # and row-per-warp styles import exit, and the static check refused them all on the H200.
+    from klineage.gate.static import forbidden_symbols
+
+    styles = REPO / "tests" / "source" / "styles" / "cuda"
+    specs = [load_kernel(workload("cuda", p.parent.parent.name), p.parent)
+             for p in sorted(styles.glob("*/*/kernel.toml"))]
+    backend = CudaBackend()
+    with ThreadPoolExecutor(2) as pool:
+        builds = list(pool.map(backend.build, specs))
+    for spec, built in zip(specs, builds, strict=True):
+        assert built.ok, f"{spec.source}:\n{built.log[-2000:]}"
+        assert forbidden_symbols(backend.imported_symbols(built.artifact), (),
+                                 backend.denied_symbols, backend.allowed_symbols) == [], spec.source
