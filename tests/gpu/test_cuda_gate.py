@@ -107,3 +107,20 @@ def test_every_cuda_style_passes_the_gate_as_written_and_with_every_insertion(la
     kernel = write_kernel(tmp_path / "inserted", workload, text, "cuda", flags)
     report = run_gate(workload, kernel, options=gpu_quick)
     assert report.verdict is Verdict.ACCEPTED, f"{label} with {applied}: {report.reason}"
+
+
+def test_gate_jobs_give_their_device_memory_back(gpu_quick):
+    # Torch keeps a shared allocation until every consumer says it is done; the runners never
+    # do, and a run of ~50 gate jobs ran the H200 out of memory before the arenas released it.
+    import gc
+
+    import torch
+
+    workload = load_workload(FIXTURES / "axpy_cuda")
+    run_gate(workload, load_kernel(workload, "plain"), options=gpu_quick)  # warm: context, caches
+    gc.collect()
+    before = torch.cuda.memory_allocated()
+    for _ in range(3):
+        assert run_gate(workload, load_kernel(workload, "plain"), options=gpu_quick).accepted
+    gc.collect()
+    assert torch.cuda.memory_allocated() - before < 64 << 20, "each job's arenas stay allocated"

@@ -13,6 +13,7 @@ import contextlib
 import math
 import mmap
 import os
+import warnings
 from typing import Any
 
 import numpy as np
@@ -87,11 +88,14 @@ class CudaArena(_Bump):
         self.nbytes = max(PAGE, round_up(nbytes, PAGE))
         self._torch = torch
         self.base = torch.empty(self.nbytes, dtype=torch.uint8, device="cuda")
+        self._sent: list[tuple[bytes, int]] = []
         self.reset()
 
     def runner_handle(self, read_only: bool) -> tuple[str, list[int]]:
         storage = self.base.untyped_storage()
-        shared = storage._share_cuda_()  # (device, handle, size, offset within the allocation, ...)
+        # (device, handle, size, offset within the allocation, ref counter handle and offset, ...)
+        shared = storage._share_cuda_()
+        self._sent.append((shared[4], shared[5]))
         handle, offset = bytes(shared[1]), shared[3]
         # torch prefixes the 64-byte cudaIpcMemHandle with a version byte and a kind, 'c' for
         # cudaMalloc memory (expandable segments, kind 'e', are not shareable this way).
@@ -113,7 +117,19 @@ class CudaArena(_Bump):
         return self.base[start:end]
 
     def close(self) -> None:
+        """Called once the runners that mapped it are dead. Each share counts one consumer that
+        torch waits for before it frees the memory; ours are C runners that never tell it, so
+        the counts are released here, or every arena stays allocated for the life of the
+        process (a GPU test run ran out of the H200's 139 GiB after about 50 gate jobs)."""
+        torch, sent, self._sent = self._torch, self._sent, []
         self.base = None
+        try:
+            for counter, offset in sent:
+                torch.UntypedStorage._release_ipc_counter_cuda(counter, offset)
+            torch.cuda.ipc_collect()
+        except (AttributeError, RuntimeError, TypeError) as exc:  # a torch without this API
+            warnings.warn(f"klineage: the CUDA arena could not be released ({exc}); device memory "
+                          f"is held until the process ends", RuntimeWarning, stacklevel=2)
 
 
 def _torch_dtype(torch: Any, dtype: Any) -> Any:
