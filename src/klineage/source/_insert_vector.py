@@ -1,5 +1,5 @@
 """Insertion of vectorized_access (CUDA): a guarded fast-path copy of a kernel whose unit-stride
-loops move 16 bytes per access.
+loops move 16 bytes per access (8 with the ``vector_bytes`` tunable).
 
 The rewrite, for each kernel launched once from kl_launch:
 
@@ -8,6 +8,12 @@ The rewrite, for each kernel launched once from kl_launch:
   reads are 16-byte loads before an inner loop over the chunk's lanes, which runs the original
   body with ``j = kl_j0 + kl_lane``; the writes are 16-byte stores after it. ``V = 16 / the
   widest element size`` among the accesses (narrower elements move 8 or 4 bytes).
+- only a loop whose iterations, over all threads, are every j of [0, BOUND) once: from 0 by 1,
+  or from the thread's index by the block's, grid's or warp's thread count (chunk k of the copy
+  stands where element k was; a loop from 1 would skip elements 1 to V - 1).
+- a kernel with no loop, one element per thread (``i = blockIdx.x * blockDim.x + threadIdx.x``
+  then ``if (i < BOUND) BODY`` or ``if (i >= BOUND) return; BODY``), gets one chunk per thread:
+  ``kl_i0 = i * V``, the check on the chunk, and its launch's grid divided by V.
 - the copy is named ``<kernel>_vec``; the launch becomes ``if (ok) <kernel>_vec<<<...>>>(...) else
   <kernel><<<...>>>(...)`` with ``ok`` the conditions that make every chunk whole and aligned: the
   integer arguments that BOUND and every OFF are multiples of (divisibility is proved term by
