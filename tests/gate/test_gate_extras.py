@@ -129,3 +129,26 @@ def test_which_calls_are_verified_does_not_follow_from_the_seeds(axpy, quick):
         draws.append(session._rng.integers(0, 1 << 62, 4).tolist())
         session.close()
     assert draws[0] != draws[1]
+
+
+def test_a_cpu_excess_rejects_a_kernel_the_second_time_not_the_first():
+    # Honest kernels showed one call over the allowance in a few hundred on 2 cores (more CPU
+    # than the runner's 2 cores allow: a clock artifact); hidden threads exceed on every call.
+    from types import SimpleNamespace
+
+    from klineage.gate._trusted import TrustedSession
+    from klineage.gate.sandbox import CallResult
+
+    session = SimpleNamespace(threads=2, device=SimpleNamespace(helper_threads=0), _cpu_excess={})
+    honest = CallResult(rc=0, reported_s=1e-3, wall_s=1.1e-3, cpu_s=2.1e-3)
+    over = CallResult(rc=0, reported_s=0.4e-3, wall_s=0.4e-3, cpu_s=2.1e-3)
+    a, b = object(), object()
+    account = TrustedSession._accounting
+    assert account(session, a, honest, "call 1") is None
+    assert account(session, a, over, "call 2") is None, "one excess is forgiven"
+    assert account(session, b, over, "call 2") is None, "counted per candidate"
+    outcome, reason = account(session, a, over, "call 9")
+    assert outcome == "rejected_cheat" and "more than its 2 declared thread(s)" in reason
+    assert "and before, at call 2" in reason
+    forged = CallResult(rc=0, reported_s=2e-3, wall_s=1e-3, cpu_s=1e-3)
+    assert account(session, b, forged, "call 3")[0] == "rejected_cheat", "a forged clock: at once"

@@ -89,6 +89,8 @@ class TrustedSession:
         self.device = device
         self.reference = load_reference(workload)
         self.checks_done = 0
+        self._cpu_excess: dict[int, str] = {}
+        """A candidate's first call over its CPU allowance (see ``_accounting``)."""
         # Fresh blocks, the calls kept for verification and the timing sets come from randomness
         # of this process alone: derived from the seeds, whose inputs the kernel sees, they were
         # predicted by a kernel that searched the secret seed (held-out red team, 2026-12-01).
@@ -198,7 +200,7 @@ class TrustedSession:
             raise
         if result.rc != 0:
             raise CandidateFailed("crashed", f"{detail}: kl_launch returned {result.rc}")
-        problem = self._accounting(result)
+        problem = self._accounting(candidate, result, detail)
         if problem:
             raise CandidateFailed(problem[0], f"{detail}: {problem[1]}")
         self._pending.extend(self._device_checks(bufs, arena, detail))
@@ -242,19 +244,30 @@ class TrustedSession:
     def _arena_of(self, candidate: Candidate) -> Arena:
         return next(arena for c, arena in self.candidates if c is candidate)
 
-    def _accounting(self, result: CallResult) -> Failure | None:
+    def _accounting(self, candidate: Candidate, result: CallResult, detail: str) -> Failure | None:
+        """The candidate's clock may not exceed ours; its process may not use more CPU than its
+        declared threads. The CPU excess must happen twice: on the 2-core VM honest 1- and
+        2-thread kernels each showed it once in a few hundred calls ("2.1 ms of CPU in 0.4 ms",
+        "15.2 ms in 5.9 ms": more than the 2 cores the runner's affinity allows, which it cannot
+        change, so an artifact of reading another process's CPU clock, not work). A kernel with
+        hidden threads exceeds on every call they run in; one call's excess times nothing the
+        verdict uses (the times are medians)."""
         if result.reported_s > result.wall_s + 5e-6:
             return "rejected_cheat", (f"the candidate's clock said {result.reported_s * 1e3:.3f} ms "
                                       f"but the whole round trip took {result.wall_s * 1e3:.3f} ms "
                                       f"(its timer was tampered with)")
         threads = self.threads + self.device.helper_threads
-        if result.cpu_s > threads * result.wall_s * 1.05 + 1e-3:
-            helpers = (f" and the {self.device.helper_threads} the device's runtime may use"
-                       if self.device.helper_threads else "")
-            return "rejected_cheat", (f"the call used {result.cpu_s * 1e3:.1f} ms of CPU in "
-                                      f"{result.wall_s * 1e3:.1f} ms: more than its {self.threads} "
-                                      f"declared thread(s){helpers}")
-        return None
+        if result.cpu_s <= threads * result.wall_s * 1.05 + 1e-3:
+            return None
+        helpers = (f" and the {self.device.helper_threads} the device's runtime may use"
+                   if self.device.helper_threads else "")
+        excess = (f"the call used {result.cpu_s * 1e3:.1f} ms of CPU in {result.wall_s * 1e3:.1f} ms: "
+                  f"more than its {self.threads} declared thread(s){helpers}")
+        first = self._cpu_excess.get(id(candidate))
+        if first is None:
+            self._cpu_excess[id(candidate)] = f"{detail}: {excess}"
+            return None
+        return "rejected_cheat", f"{excess} (and before, at {first})"
 
     def _verify(self, bufs: InputSet, given: list[Any], got: list[Any]) -> str | None:
         device, framework = self.device, self.workload.framework

@@ -156,7 +156,10 @@ class Run(RunDir):
 
         def on_ctrl_c(signum: int, frame: Any) -> None:
             self._ctrl_c = True
-            raise KeyboardInterrupt
+            # Raised inside logging's at-fork lock hooks (a subprocess starting), it is printed
+            # as "Exception ignored" with a traceback and lost; noted, the next event raises it.
+            if frame is None or frame.f_globals.get("__name__") != "logging":
+                raise KeyboardInterrupt
 
         previous = signal.signal(signal.SIGINT, on_ctrl_c)
         try:
