@@ -486,10 +486,15 @@ _GLOBAL_INDEX = {f"{a}+{b}" for product in ("blockIdx.x*blockDim.x", "blockDim.x
                  for a, b in ((product, "threadIdx.x"), ("threadIdx.x", product))}
 
 
+def _plain_index(text: str) -> str:
+    """An index expression without integer casts, parentheses and spaces: the form compared."""
+    return re.sub(r"[\s()]", "", _INTEGER_CAST.sub("", text))
+
+
 def _is_global_index(node) -> bool:
     """``blockIdx.x * blockDim.x + threadIdx.x`` in any order, with integer casts: the index
     that enumerates 0 .. gridDim.x * blockDim.x - 1, one per thread."""
-    return re.sub(r"[\s()]", "", _INTEGER_CAST.sub("", node.text.decode())) in _GLOBAL_INDEX
+    return _plain_index(node.text.decode()) in _GLOBAL_INDEX
 
 
 def _operands(node, operator: str) -> list:
@@ -624,10 +629,6 @@ def _blocked(loop, facts: _Loop) -> str | None:
         if node.type == "for_statement" and node is not loop:
             return "holds a loop"  # nested loops keep their own counters: left to a later pass
     return None
-
-
-def _plain_index(text: str) -> str:
-    return re.sub(r"[\s()]", "", _INTEGER_CAST.sub("", text))
 
 
 def _not_a_partition(parsed: Parsed, kernel: _Kernel, facts: _Loop) -> str | None:
