@@ -34,14 +34,28 @@ def test_every_cuda_expert_removal_compiles_and_loses_its_evidence(tmp_path):
             jobs.append((name, edit, write_kernel(folder, workload("cuda", name), edit.new_source,
                                                   "cuda", ())))
     assert len(jobs) >= 30
-    with ThreadPoolExecutor(2) as pool:  # nvcc is single-threaded; two builds at a time
-        builds = list(pool.map(lambda job: CudaBackend().build(job[2]), jobs))
-    for (name, edit, _), built in zip(jobs, builds, strict=True):
+
+    def build(job):
+        removed = {job[1].feature, *job[1].params.get("also_removes", ())}
+        # disassembling costs about a second: only where a signature exists
+        return _built_with_evidence(job[2], wanted=bool(removed & SIGNED)) + (removed,)
+
+    for (name, edit, _), (built, evidence, removed) in zip(jobs, _two_at_a_time(build, jobs), strict=True):
         assert built.ok, f"{name} / {edit.feature}:\n{built.log[-2000:]}\n{edit.diff}"
-        removed = {edit.feature, *edit.params.get("also_removes", ())}
-        if removed & SIGNED:  # disassembling costs seconds: only where a signature exists
-            evidence = compiled_evidence(built.artifact, "cuda")
-            assert not any(evidence.get(f, False) for f in removed), f"{name}: {removed} in the binary"
+        assert not any(evidence.get(f, False) for f in removed), f"{name}: {removed} in the binary"
+
+
+def _built_with_evidence(kernel, wanted: bool = True):
+    """(build result, compiled evidence or {}) of one kernel: disassembled in the same pool job,
+    so the two cores disassemble while they build."""
+    built = CudaBackend().build(kernel)
+    return built, compiled_evidence(built.artifact, "cuda") if built.ok and wanted else {}
+
+
+def _two_at_a_time(function, items) -> list:
+    """nvcc and cuobjdump are single-threaded: two jobs at a time on the two cores."""
+    with ThreadPoolExecutor(2) as pool:
+        return list(pool.map(function, items))
 
 
 def test_cuda_expert_evidence_matches_its_readme():
@@ -94,11 +108,10 @@ def test_vectorized_access_insertion_compiles_to_128_bit_accesses_in_registers(t
             "heldout:rmsnorm_2dgrid/naive"} <= labels
     kernels = [write_kernel(tmp_path / label.replace("/", "-").replace(":", "-"), _workload_of(label),
                             edit.new_source, "cuda", ()) for label, edit in jobs]
-    with ThreadPoolExecutor(2) as pool:
-        builds = list(pool.map(CudaBackend().build, kernels))
-    for (label, edit), built in zip(jobs, builds, strict=True):
+    for (label, edit), (built, evidence) in zip(jobs, _two_at_a_time(_built_with_evidence, kernels),
+                                                 strict=True):
         assert built.ok, f"{label}:\n{built.log[-2000:]}\n{edit.diff}"
-        assert compiled_evidence(built.artifact, "cuda")["vectorized_access"], label
+        assert evidence["vectorized_access"], label
         for kernel, facts in built.resources["kernels"].items():
             # the lane arrays must live in registers: a stack frame would turn every access local
             assert facts.get("stack_bytes", 0) == 0, f"{label}: {kernel} {facts}"
@@ -113,8 +126,7 @@ def test_every_cuda_style_builds_and_imports_only_what_the_gate_allows():
     specs = [load_kernel(workload("cuda", p.parent.parent.name), p.parent)
              for p in sorted(styles.glob("*/*/kernel.toml"))]
     backend = CudaBackend()
-    with ThreadPoolExecutor(2) as pool:
-        builds = list(pool.map(backend.build, specs))
+    builds = _two_at_a_time(backend.build, specs)
     for spec, built in zip(specs, builds, strict=True):
         assert built.ok, f"{spec.source}:\n{built.log[-2000:]}"
         assert forbidden_symbols(backend.imported_symbols(built.artifact), (),
