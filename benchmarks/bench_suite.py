@@ -9,6 +9,8 @@ with machine and date.
 
     python benchmarks/bench_suite.py --suite cpu [--quick] [--budget gate_runs=6] [--only a,b]
     python benchmarks/bench_suite.py --suite cuda --library LIB --memory MEM --methods klineage,none,memory
+    python benchmarks/bench_suite.py --suite cuda --workdir W --prepare-only   # library + memory in W,
+        # for a later call with --library W/library --memory W/memory (one device call each)
 """
 
 from __future__ import annotations
@@ -83,9 +85,14 @@ def main() -> None:
     parser.add_argument("--methods", default=METHODS)
     parser.add_argument("--compare-s", type=float, default=2.0)
     parser.add_argument("--quick", action="store_true", help="mine and bench at [quick_axes]")
+    parser.add_argument("--workdir", type=Path, default=None,
+                        help="where the library, memory and runs go (default: a new temporary folder)")
+    parser.add_argument("--prepare-only", action="store_true",
+                        help="stop once the library and the memory are built")
     args = parser.parse_args()
     examples = REPO / "examples" / "workloads" / args.suite
-    scratch = Path(tempfile.mkdtemp(prefix="klineage-bench-"))
+    scratch = args.workdir or Path(tempfile.mkdtemp(prefix="klineage-bench-"))
+    scratch.mkdir(parents=True, exist_ok=True)
     gate = GateOptions(trials=5, compare_s=args.compare_s)  # one gate for mining, memory and bench
     library, memory = args.library, args.memory
     if library is None:
@@ -96,6 +103,9 @@ def main() -> None:
             memory = scratch / "memory"
             build_memory([mine_spent(p) for p in mine_runs], OptimizeOptions(gate=gate),
                          scratch / "memory-runs", memory, say=lambda s: print(f"memory: {s}", flush=True))
+    if args.prepare_only:
+        print(f"library: {library}\nmemory: {memory}")
+        return
     suite = examples
     if args.only:
         suite = scratch / "suite"

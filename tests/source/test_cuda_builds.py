@@ -38,7 +38,7 @@ def test_every_cuda_expert_removal_compiles_and_loses_its_evidence(tmp_path):
     def build(job):
         removed = {job[1].feature, *job[1].params.get("also_removes", ())}
         # disassembling costs about a second: only where a signature exists
-        return _built_with_evidence(job[2], wanted=bool(removed & SIGNED)) + (removed,)
+        return (*_built_with_evidence(job[2], wanted=bool(removed & SIGNED)), removed)
 
     for (name, edit, _), (built, evidence, removed) in zip(jobs, _two_at_a_time(build, jobs), strict=True):
         assert built.ok, f"{name} / {edit.feature}:\n{built.log[-2000:]}\n{edit.diff}"

@@ -353,3 +353,23 @@ def test_vectorized_access_gives_a_flat_kernel_one_chunk_per_thread_and_a_smalle
 def test_vectorized_access_says_why_a_flat_kernel_is_left_alone(why, kernel):
     refused = insertion(kernel, "cuda", "vectorized_access")
     assert isinstance(refused, Refused) and why.split(": ", 1)[-1] in refused.reason, refused
+
+
+@pytest.mark.parametrize(("body", "clause"), [
+    ("if (x[j] > m) m = x[j];", " reduction(max : m)"),
+    ("if (m < x[j]) { m = x[j]; }", " reduction(max : m)"),
+    ("if (x[j] <= m) m = x[j];", " reduction(min : m)"),
+    ("if (x[j] > m) m = x[j]; else m = 0.0f;", None),  # the else writes m another way
+    ("if (x[j] > m) { m = x[j]; k = j; }", None),  # an argmax: k is no reduction
+    ("if (x[j] > k) m = x[j];", None),  # the test is not about m
+])
+def test_omp_simd_reads_an_if_guarded_max_as_a_max_reduction(body, clause):
+    # softmax's naive max loop ('if (v > m) m = v;') was refused as "writes m": no method got
+    # its max pass vectorized, the loop most row reductions start with.
+    text = ("float f(const float* x, int n) {\n  float m = x[0]; int k = 0;\n"
+            f"  for (int j = 1; j < n; j++) {{ {body} }}\n  return m + k;\n}}\n")
+    edits = insertion_edits(text, "c", "omp_simd")
+    if clause is None:
+        assert edits == []
+    else:
+        assert f"#pragma omp simd{clause}\n" in edits[0].new_source

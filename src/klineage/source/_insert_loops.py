@@ -276,7 +276,8 @@ def _simd_clause(parsed: Parsed, loop) -> str | Refused:
 
 
 def _reduction_kind(node, name: bytes) -> str | None:
-    """'+' for ``s += v``; 'max'/'min' for ``m = v > m ? v : m`` or ``m = fmaxf(m, v)``."""
+    """'+' for ``s += v``; 'max'/'min' for ``m = v > m ? v : m``, ``m = fmaxf(m, v)`` or
+    ``if (v > m) m = v;``."""
     if node.type != "assignment_expression":
         return None
     operator = node.child_by_field_name("operator")
@@ -285,6 +286,9 @@ def _reduction_kind(node, name: bytes) -> str | None:
     right = node.child_by_field_name("right")
     if operator is None or operator.text != b"=" or right is None:
         return None
+    guarded = _guarded_kind(node, name, right)
+    if guarded is not None:
+        return guarded
     if right.type == "call_expression":
         callee = right.child_by_field_name("function").text
         arguments = right.child_by_field_name("arguments")
@@ -306,6 +310,35 @@ def _reduction_kind(node, name: bytes) -> str | None:
     if chosen is None or fallback is None or (chosen.text, fallback.text) != (left.text, other.text):
         return None  # only "a OP b ? a : b" picks the larger (>) or smaller (<) of a and b
     return {b">": "max", b">=": "max", b"<": "min", b"<=": "min"}.get(test.text)
+
+
+_FLIPPED = {b">": b"<", b">=": b"<=", b"<": b">", b"<=": b">="}
+
+
+def _guarded_kind(node, name: bytes, value) -> str | None:
+    """'max' for ``if (v > m) m = v;`` (or ``m < v``), 'min' for the < forms: the assignment is
+    the whole branch of an if with no else, and the test compares the assigned value with m."""
+    statement = node.parent
+    branch = statement.parent if statement is not None else None
+    if branch is not None and branch.type == "compound_statement":
+        if branch.named_child_count != 1:
+            return None
+        branch = branch.parent
+    if statement is None or statement.type != "expression_statement" or branch is None \
+            or branch.type != "if_statement" or branch.child_by_field_name("alternative") is not None:
+        return None
+    condition = branch.child_by_field_name("condition")
+    while condition is not None and condition.type in ("parenthesized_expression", "condition_clause"):
+        condition = next(iter(condition.named_children), None)
+    if condition is None or condition.type != "binary_expression":
+        return None
+    left, test, other = (condition.child_by_field_name(k) for k in ("left", "operator", "right"))
+    operator = test.text
+    if (left.text, other.text) == (name, value.text):  # m < v: read as v > m
+        operator = _FLIPPED.get(operator)
+    elif (left.text, other.text) != (value.text, name):
+        return None
+    return {b">": "max", b">=": "max", b"<": "min", b"<=": "min"}.get(operator)
 
 
 def _arrays_independent(loop) -> bool:
