@@ -34,11 +34,12 @@ from klineage.source.parse import (
     for_loops,
     function_name,
     parse,
+    sole_loop,
     walk,
 )
 
-__all__ = ["function_macros", "insert_loop_interchange", "loop_counter", "loop_header", "only_inner_loop",
-           "read_nest", "scaled_use", "subscripts", "why_dependent"]
+__all__ = ["function_macros", "insert_loop_interchange", "loop_counter", "read_nest", "scaled_use",
+           "subscripts", "why_dependent"]
 
 PURE_CALLS = frozenset({
     "expf", "exp", "logf", "log", "sqrtf", "sqrt", "fabsf", "fabs", "fmaxf", "fmax", "fminf", "fmin",
@@ -56,7 +57,7 @@ def insert_loop_interchange(parsed: Parsed, params: dict) -> Inserted | Refused:
     for outer in for_loops(parsed.root):
         if any(start <= outer.start_byte < end for start, end in taken):
             continue
-        inner = only_inner_loop(outer)
+        inner = sole_loop(outer)
         if inner is None:
             continue
         reason = _why_not_swappable(parsed, outer, inner, macros)
@@ -71,16 +72,6 @@ def insert_loop_interchange(parsed: Parsed, params: dict) -> Inserted | Refused:
     if not sites:
         return why.refused("no perfect nest: no loop whose body is one for loop alone")
     return Inserted(splice.apply(), sites, {})
-
-
-def only_inner_loop(outer, skipped: tuple[str, ...] = ("comment",)):
-    """The for loop that is the whole body of ``outer`` (statements of the ``skipped`` kinds
-    aside), or None: the inner loop of a perfect nest."""
-    body = outer.child_by_field_name("body")
-    if body is not None and body.type == "compound_statement":
-        statements = [c for c in body.named_children if c.type not in skipped]
-        body = statements[0] if len(statements) == 1 else None
-    return body if body is not None and body.type == "for_statement" else None
 
 
 def loop_header(loop) -> tuple[int, int]:
