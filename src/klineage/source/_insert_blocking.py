@@ -149,12 +149,11 @@ def _why_not_unit(loop) -> str | None:
 
 
 def _pragma_in_the_way(parsed: Parsed, outer, inner) -> str | None:
-    every = pragmas(parsed.root)
-    on_inner = [p for p in every if _has_pragma_above(parsed, inner, [p])]
-    if on_inner:
-        return (f"'#pragma {pragma_text(on_inner[0])}' sits on the inner loop: tiling would move "
+    between = [c for c in outer.child_by_field_name("body").named_children if c.type == "preproc_call"]
+    if between:
+        return (f"'{parsed.text_of(between[0]).strip()}' sits on the inner loop: tiling would move "
                 "it off the loop it was written for")
-    for pragma in (p for p in every if _has_pragma_above(parsed, outer, [p])):
+    for pragma in (p for p in pragmas(parsed.root) if _has_pragma_above(parsed, outer, [p])):
         text = pragma_text(pragma)
         if omp_directive_words(text) != ["omp", "parallel", "for"] or re.search(r"\b(collapse|ordered)\b",
                                                                                  text):
@@ -185,7 +184,8 @@ def _arithmetic(node) -> bool:
             _arithmetic(node.child_by_field_name(k)) for k in ("left", "right"))
     if node.type == "parenthesized_expression":
         return all(_arithmetic(child) for child in node.named_children)
-    return node.type in _PLAIN_BOUND
+    return node.type in _PLAIN_BOUND and not any(
+        n.type in ("call_expression", "assignment_expression", "update_expression") for n in walk(node))
 
 
 def _why_no_gain(body, inner: str) -> str | None:
