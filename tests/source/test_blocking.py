@@ -12,7 +12,7 @@ import pytest
 from klineage.gate import Verdict, run_gate
 from klineage.source import Refused, detect, insertion, removal_edits
 from klineage.source.tunables import mined, neighbours
-from klineage.workload import load_kernel
+from klineage.workload import load_kernel, load_workload
 from source._kernels import EXAMPLES, apply_flags, source_of, workload, write_kernel
 
 STYLES = Path(__file__).parent / "styles"
@@ -54,6 +54,17 @@ def test_a_thread_pragma_on_the_outer_loop_ends_up_on_the_outer_block_loop(tmp_p
     assert "#pragma omp parallel for schedule(static)\n    for (int64_t ib = 0; ib < M;" in edit.new_source
     assert edit.new_source.count("#pragma") == 1
     report = _gate(tmp_path, quick, edit.new_source, apply_flags(spec.flags, threads))
+    assert report.verdict is Verdict.ACCEPTED, report.reason
+
+
+def test_the_held_out_column_order_stencil_is_tiled_and_passes_the_gate(tmp_path, quick):
+    stencil = load_workload(EXAMPLES.parent / "heldout" / "cpu" / "stencil_colmajor", quick=True)
+    naive = load_kernel(stencil, "naive")
+    edit = insertion(naive.source.read_text(), "c", "cache_blocking")
+    assert not isinstance(edit, Refused), edit
+    assert "    for (int64_t jb = 0; jb < W; jb += KL_TILE)\n        for (int64_t ib = 0;" in edit.new_source
+    kernel = write_kernel(tmp_path / "tiled", stencil, edit.new_source, "c", naive.flags)
+    report = run_gate(stencil, kernel, options=replace(quick, profile=False))
     assert report.verdict is Verdict.ACCEPTED, report.reason
 
 
