@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from klineage.source._blocking_nest import blocked_nests, tile_constants, tile_step
 from klineage.source._detect_common import (
     detect_manual_unroll,
     detect_restrict,
@@ -123,30 +124,26 @@ def detect_prefetch(parsed: Parsed) -> list[FeatureHit]:
             for c in calls(parsed.root, "|".join(PREFETCHES))]
 
 
-def _numeric_constants(parsed: Parsed) -> set[str]:
-    """Names #define'd to an integer literal (tile sizes and the like)."""
-    names = set()
-    for node in walk(parsed.root):
-        if node.type == "preproc_def":
-            value = node.child_by_field_name("value")
-            if value is not None and re.fullmatch(r"\s*\(?\d+\)?\s*", value.text.decode()):
-                names.add(node.child_by_field_name("name").text.decode())
-    return names
-
-
 def detect_cache_blocking(parsed: Parsed) -> list[FeatureHit]:
-    """Loops that step by a named tile size and hold another loop: a blocked loop nest."""
-    tiles = _numeric_constants(parsed)
-    hits = []
+    """Loops that step by a named tile size and hold another loop: a blocked loop nest; and the
+    definition of each tile size they step by (the value a removal records).
+
+    Removable where the nest is the canonical tiled nest or a hand-written one of the same shape
+    (``_blocking_nest``); other blocked nests are reported only: the transpose
+    expert's block loops compute rows/cols and call a helper with them, so there is no plain nest
+    for a rule to restore."""
+    tiles = tile_constants(parsed)
+    removable = {loop.start_byte for nest in blocked_nests(parsed, tiles) for loop in nest.blocks}
+    hits, used = [], {}
     for loop in for_loops(parsed.root):
-        update = loop.child_by_field_name("update")
+        tile = tile_step(loop, tiles)
         body = loop.child_by_field_name("body")
-        if update is None or body is None or update.type != "assignment_expression":
-            continue
-        right = update.child_by_field_name("right")
-        if right.type == "identifier" and right.text.decode() in tiles and for_loops(body):
-            hits.append(hit(parsed, "cache_blocking", loop,
-                            f"loop steps by tile {right.text.decode()}", removable=False))
+        if tile is not None and body is not None and for_loops(body):
+            hits.append(hit(parsed, "cache_blocking", loop, f"loop steps by tile {tile}",
+                            removable=loop.start_byte in removable))
+            used[tile] = used.get(tile, False) or loop.start_byte in removable
+    for tile, any_removable in used.items():
+        hits.append(hit(parsed, "cache_blocking", tiles[tile], f"tile size {tile}", any_removable))
     return hits
 
 

@@ -34,10 +34,12 @@ from klineage.source.parse import (
     for_loops,
     function_name,
     parse,
+    sole_loop,
     walk,
 )
 
-__all__ = ["insert_loop_interchange"]
+__all__ = ["function_macros", "insert_loop_interchange", "loop_counter", "read_nest", "scaled_use",
+           "subscripts", "why_dependent"]
 
 PURE_CALLS = frozenset({
     "expf", "exp", "logf", "log", "sqrtf", "sqrt", "fabsf", "fabs", "fmaxf", "fmax", "fminf", "fmin",
@@ -50,19 +52,19 @@ _BUFFER = re.compile(r"\b(inputs|outputs)\s*\[\s*(\d+)\s*\]")
 def insert_loop_interchange(parsed: Parsed, params: dict) -> Inserted | Refused:
     if parsed.language == "cuda":
         return Refused("CUDA: a GPU nest maps its loops to threads, there is no such swap")
-    macros = _macros(parsed.text)
+    macros = function_macros(parsed.text)
     splice, sites, taken, why = Splice(parsed.data), [], [], Refusals(parsed)
     for outer in for_loops(parsed.root):
         if any(start <= outer.start_byte < end for start, end in taken):
             continue
-        inner = _only_inner_loop(outer)
+        inner = sole_loop(outer)
         if inner is None:
             continue
         reason = _why_not_swappable(parsed, outer, inner, macros)
         if reason:
             why.add(outer, reason)
             continue
-        outer_head, inner_head = _header(outer), _header(inner)
+        outer_head, inner_head = loop_header(outer), loop_header(inner)
         splice.replace(*outer_head, parsed.data[inner_head[0]:inner_head[1]])
         splice.replace(*inner_head, parsed.data[outer_head[0]:outer_head[1]])
         taken.append((outer.start_byte, outer.end_byte))
@@ -72,21 +74,13 @@ def insert_loop_interchange(parsed: Parsed, params: dict) -> Inserted | Refused:
     return Inserted(splice.apply(), sites, {})
 
 
-def _only_inner_loop(outer):
-    body = outer.child_by_field_name("body")
-    if body is not None and body.type == "compound_statement":
-        statements = [c for c in body.named_children if c.type != "comment"]
-        body = statements[0] if len(statements) == 1 else None
-    return body if body is not None and body.type == "for_statement" else None
-
-
-def _header(loop) -> tuple[int, int]:
+def loop_header(loop) -> tuple[int, int]:
     """The span ``for (init; cond; update)``."""
     close = next(c for c in loop.children if c.type == ")")
     return loop.start_byte, close.end_byte
 
 
-def _counter(loop) -> tuple[str, str, str] | None:
+def loop_counter(loop) -> tuple[str, str, str] | None:
     """(name, lower bound, upper bound) of a canonical ``for (T c = lo; c < hi; c++)``."""
     init, cond, update = (loop.child_by_field_name(k) for k in ("initializer", "condition", "update"))
     if init is None or init.type != "declaration" or cond is None or update is None:
@@ -109,7 +103,20 @@ def _names(node) -> set[str]:
 
 
 def _why_not_swappable(parsed: Parsed, outer, inner, macros: dict) -> str | None:
-    a, b = _counter(outer), _counter(inner)
+    nest = read_nest(parsed, outer, inner, macros)
+    if isinstance(nest, str):
+        return nest
+    a, b, body = nest
+    if not _profitable(body, outer=a[0], inner=b[0]):
+        return (f"nothing to gain: the inner counter {b[0]} does not stride memory while the outer "
+                f"{a[0]} walks it at unit stride")
+    return why_dependent(parsed, outer, body, {a[0]: a, b[0]: b})
+
+
+def read_nest(parsed: Parsed, outer, inner, macros: dict) -> tuple[tuple, tuple, object] | str:
+    """(outer counter, inner counter, the inner body parsed with ``macros`` expanded), each
+    counter as (name, lower bound, upper bound); or why the nest is not one the checks read."""
+    a, b = loop_counter(outer), loop_counter(inner)
     if a is None or b is None:
         return "a loop of the nest is not canonical ('for (T c = lo; c < hi; c++)')"
     inner_header = [inner.child_by_field_name(k) for k in ("initializer", "condition", "update")]
@@ -117,13 +124,14 @@ def _why_not_swappable(parsed: Parsed, outer, inner, macros: dict) -> str | None
         return "triangular: the inner loop's range depends on the outer counter"
     body_text = parsed.text_of(inner.child_by_field_name("body"))
     expanded = parse("void kl_nest(void) {\n" + _expand(body_text, macros) + "\n}\n", parsed.language)
-    body = expanded.root
-    if any(n.type == "ERROR" for n in walk(body)):
+    if any(n.type == "ERROR" for n in walk(expanded.root)):
         return "the body does not parse once its macros are expanded"
-    if not _profitable(body, outer=a[0], inner=b[0]):
-        return (f"nothing to gain: the inner counter {b[0]} does not stride memory while the outer "
-                f"{a[0]} walks it at unit stride")
-    bounds = {a[0]: a, b[0]: b}
+    return a, b, expanded.root
+
+
+def why_dependent(parsed: Parsed, outer, body, bounds: dict[str, tuple[str, str, str]]) -> str | None:
+    """Why running the nest's iterations in another order could change a result, if it could
+    (``body`` and ``bounds`` as read_nest gives them): the interchange's proof, and a tiling's."""
     return (_side_channel(body) or _dependence(body, bounds)
             or (None if _unaliased(parsed, outer, body) else
                 "a written array may alias another array of the body (neither restrict nor its "
@@ -133,7 +141,7 @@ def _why_not_swappable(parsed: Parsed, outer, inner, macros: dict) -> str | None
 # ---------------------------------------------------------------------------- macros
 
 
-def _macros(text: str) -> dict[str, tuple[list[str], str]]:
+def function_macros(text: str) -> dict[str, tuple[list[str], str]]:
     return {m.group(1): ([p.strip() for p in m.group(2).split(",")], m.group(3))
             for m in _MACRO.finditer(text)}
 
@@ -187,7 +195,7 @@ def _unwrap(node):
     return node
 
 
-def _subscripts(body) -> list[tuple[str, object]]:
+def subscripts(body) -> list[tuple[str, object]]:
     """(array name, index node) for every ``name[index]`` of the body (parentheses dropped)."""
     found = []
     for node in walk(body):
@@ -202,7 +210,7 @@ def _subscripts(body) -> list[tuple[str, object]]:
     return found
 
 
-def _scaled(index, counter: str) -> tuple[bool, bool]:
+def scaled_use(index, counter: str) -> tuple[bool, bool]:
     """(the counter appears multiplied by something, it appears as an additive term)."""
     scaled = unscaled = False
 
@@ -223,8 +231,8 @@ def _scaled(index, counter: str) -> tuple[bool, bool]:
 
 
 def _profitable(body, outer: str, inner: str) -> bool:
-    inner_seen = [_scaled(index, inner) for _, index in _subscripts(body)]
-    outer_seen = [_scaled(index, outer) for _, index in _subscripts(body)]
+    inner_seen = [scaled_use(index, inner) for _, index in subscripts(body)]
+    outer_seen = [scaled_use(index, outer) for _, index in subscripts(body)]
     return (any(s for s, _ in inner_seen) and not any(u for _, u in inner_seen)
             and any(u for _, u in outer_seen))
 
@@ -262,7 +270,7 @@ def _written(body) -> dict[str, set[str]] | None:
     written: dict[str, set[str]] = {}
     for target in _targets(body):
         if target is not None and target.type == "subscript_expression":
-            element = _subscripts(target)[:1]
+            element = subscripts(target)[:1]
             if not element or _unwrap(target.child_by_field_name("argument")).type != "identifier":
                 return None
             (name, index), = element
@@ -278,11 +286,11 @@ def _dependence(body, bounds: dict[str, tuple[str, str, str]]) -> str | None:
     for name, indices in written.items():
         if len(indices) != 1:
             return f"{name} is written at more than one index"
-        if any(other == name and _plain(index) not in indices for other, index in _subscripts(body)):
+        if any(other == name and _plain(index) not in indices for other, index in subscripts(body)):
             return (f"a carried dependence: {name} is read at another element than the one this "
                     "iteration writes")
         uses = sum(1 for n in walk(body) if n.type == "identifier" and n.text.decode() == name)
-        if uses != sum(1 for other, _ in _subscripts(body) if other == name):
+        if uses != sum(1 for other, _ in subscripts(body) if other == name):
             return f"{name} is used other than by subscript (passed on or offset): not followed"
         index = next(iter(indices))
         if not _one_element_per_iteration(index, bounds):
@@ -330,7 +338,7 @@ def _unaliased(parsed: Parsed, outer, body) -> bool:
         found = _BUFFER.search(text)
         if found and len(names) == 1 and function_name(function) == "kl_launch":
             buffers[next(iter(names))] = found.groups()
-    arrays = {name for name, _ in _subscripts(body)}
+    arrays = {name for name, _ in subscripts(body)}
     for name in _written(body) or {}:
         if name in restrict:
             continue

@@ -20,14 +20,19 @@
   loop_interchange     the two loops of a perfect C/C++ nest swapped, so the inner one walks
                        memory at unit stride, where a dependence check proves it changes no result
                        (_insert_interchange.py: what it proves).
-Only an LLM brain can add: simd_intrinsics, packing, cache_blocking,
-streaming_store, prefetch, shared_memory_tiling, warp_shuffle_reduction,
-cp_async_pipeline, tma, tensor_core_mma, grid_stride_loop, register_blocking and swizzles: each
+  cache_blocking       the two loops of a perfect C/C++ nest tiled by '#define KL_TILE N' (params:
+                       tile, default 64) where the inner loop strides memory and the interchange's
+                       dependence check proves the new order changes no result; an 'omp parallel
+                       for' on the outer loop moves to the outer block loop (_insert_blocking.py).
+Only an LLM brain can add: simd_intrinsics, packing, streaming_store, prefetch,
+shared_memory_tiling, warp_shuffle_reduction, cp_async_pipeline, tma, tensor_core_mma,
+grid_stride_loop, register_blocking and swizzles: each
 needs new code whose shape depends on the algorithm, not a local rewrite.
 """
 
 from __future__ import annotations
 
+from klineage.source._insert_blocking import insert_cache_blocking
 from klineage.source._insert_interchange import insert_loop_interchange
 from klineage.source._insert_loops import insert_omp_parallel, insert_omp_simd, insert_unroll
 from klineage.source._insert_qualifiers import (
@@ -54,6 +59,7 @@ INSERTERS = {
     "smem_padding_or_swizzle": insert_smem_padding,
     "vectorized_access": insert_vectorized_access,
     "loop_interchange": insert_loop_interchange,
+    "cache_blocking": insert_cache_blocking,
 }
 
 

@@ -7,7 +7,8 @@ Detector notes (where a detector is a heuristic or absent, it says so here):
 - ``loop_interchange`` has no detector: an interchange is a relation between two versions of a
   loop nest, not a property one source shows.
 - ``packing`` is found by name (helpers called pack*) plus an element-copy loop inside them.
-- ``cache_blocking`` is a loop stepping by a #define'd tile size that holds another loop.
+- ``cache_blocking`` is a loop stepping by a #define'd or const tile size that holds another loop,
+  plus the tile's definition; removable only in the tiled-nest shape of ``_blocking_nest``.
 - ``unroll`` (CPU) covers unroll pragmas and manual k-way unrolling (a loop stepping by S that
   touches i, i+S/k, ...); manual unrolling is reported but not removable.
 - CUDA fast-path features (``vectorized_access``, ``tensor_core_mma``, ``tma``,
@@ -45,7 +46,7 @@ CATALOGUE: dict[str, FeatureInfo] = {f.name: f for f in (
     _info("restrict", "tuning", _ALL, "restrict / __restrict__ pointers: no aliasing, so loads can "
           "be reordered and cached", True, True),
     _info("cache_blocking", "memory", _C, "loop nest tiled by named block sizes so the working set "
-          "stays in cache", False, False),
+          "stays in cache", True, True),
     _info("loop_interchange", "memory", _C, "loop order changed for unit-stride access (no detector)",
           False, True),
     _info("packing", "layout", _C, "tiles copied into contiguous micro-panels before the compute "

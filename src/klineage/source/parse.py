@@ -20,7 +20,7 @@ from klineage.source.model import Site
 __all__ = [
     "LANGUAGES", "Parsed", "Splice", "ancestors", "callee_name", "calls", "enclosing_function",
     "for_loops", "function_definitions", "function_name", "is_cuda_kernel", "line_bounds", "parse",
-    "pragma_text", "pragmas", "walk", "writes",
+    "pragma_text", "pragmas", "sole_loop", "walk", "writes",
 ]
 
 LANGUAGES = ("c", "cpp", "cuda")
@@ -164,6 +164,16 @@ def loop_depth(loop) -> int:
             if node.type == "for_statement" and _nearest_loop(node) == loop:
                 deepest = max(deepest, loop_depth(node))
     return 1 + deepest
+
+
+def sole_loop(outer, skipped: tuple[str, ...] = ("comment",)):
+    """The for loop that is the whole body of ``outer`` (statements of the ``skipped`` kinds
+    aside), or None: the inner loop of a perfect nest."""
+    body = outer.child_by_field_name("body")
+    if body is not None and body.type == "compound_statement":
+        statements = [c for c in body.named_children if c.type not in skipped]
+        body = statements[0] if len(statements) == 1 else None
+    return body if body is not None and body.type == "for_statement" else None
 
 
 def _nearest_loop(node):

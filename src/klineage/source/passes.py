@@ -17,16 +17,21 @@ Removal passes (deterministic; every site of the feature, nothing else):
   launch_bounds       drop __launch_bounds__(...) and the setmaxnreg lines of the same kernels.
   fast_math_intrinsics __expf -> expf, __fdividef(a, b) -> (a) / (b), rsqrtf(x) -> 1.0f / sqrtf(x), ...
   smem_padding_or_swizzle  padded shared rows [N + 1] -> [N] (swizzles are entangled: not removed).
+  cache_blocking      a tiled nest (two block loops stepping by a #define'd or const tile, two
+                      element loops bounded by min(block + tile, bound) as a ternary or MIN/min)
+                      becomes the plain nest; the tile's definition goes when nothing else uses
+                      it (_insert_blocking.py). Other blocked nests (block loops that compute
+                      extents and call a helper, as the transpose expert's) are reported only.
   vectorized_access, tensor_core_mma, tma, cp_async_pipeline
                       keep only the general branch of a launch-time fast path: the guarded ifs and
                       ternaries become their else side, the guard variable, the fast kernels and the
                       helpers only they used are deleted. The edit carries the fast path's headline
                       feature (features.FAST_PATH_FEATURES); the others it removes are listed in
                       params['also_removes'].
-Not removable by a rule (an LLM brain must rewrite code): cache_blocking, loop_interchange (it has
-an insertion, _insert_interchange.py, but no detector), packing, shared_memory_tiling,
-warp_shuffle_reduction, grid_stride_loop, register_blocking, manual unrolling, unguarded
-intrinsics, and fast-path features without a general kernel.
+Not removable by a rule (an LLM brain must rewrite code): loop_interchange (it has an insertion,
+_insert_interchange.py, but no detector), cache_blocking other than the tiled nest above, packing,
+shared_memory_tiling, warp_shuffle_reduction, grid_stride_loop, register_blocking, manual
+unrolling, unguarded intrinsics, and fast-path features without a general kernel.
 """
 
 from __future__ import annotations
@@ -77,6 +82,7 @@ _PASS_NAMES = {
     "streaming_store": "stream_to_regular_stores", "prefetch": "drop_prefetches",
     "read_only_cache": "ldg_to_plain_loads", "launch_bounds": "drop_launch_bounds",
     "fast_math_intrinsics": "fast_math_to_ieee", "smem_padding_or_swizzle": "drop_smem_padding",
+    "cache_blocking": "unblock_loop_nest",
 }
 
 

@@ -4,6 +4,8 @@ finds the expert's value.
   unroll, unroll_pragma  factor        2, 4, 8          the expert's '#pragma ... unroll N'
   vectorized_access      vector_bytes  8, 16            the expert's widest vector type
   omp_parallel           schedule      static, dynamic  the expert's schedule(...) clause
+  cache_blocking         tile          32, 64, 128      the value of the #define (or const) that
+                                                        a block loop steps by
 
 klineage materializes a card with the values its expert used (the card's ``rewrite.params``),
 then tries the neighbouring values of each (the two-stage tuner: mined values first, a small
@@ -23,10 +25,11 @@ TUNABLES: dict[str, dict[str, tuple[Any, ...]]] = {
     "unroll_pragma": {"factor": (2, 4, 8)},
     "vectorized_access": {"vector_bytes": (8, 16)},
     "omp_parallel": {"schedule": ("static", "dynamic")},
+    "cache_blocking": {"tile": (32, 64, 128)},
 }
 DEFAULTS: dict[str, dict[str, Any]] = {
     "unroll": {"factor": 4}, "unroll_pragma": {"factor": 4}, "vectorized_access": {"vector_bytes": 16},
-    "omp_parallel": {"schedule": "static"},
+    "omp_parallel": {"schedule": "static"}, "cache_blocking": {"tile": 64},
 }
 _TYPE_BYTES = {"float": 4, "int": 4, "uint": 4, "longlong": 8, "ulonglong": 8, "double": 8}
 
@@ -64,4 +67,14 @@ def mined(feature: str, texts: list[str]) -> dict[str, Any]:
                   re.findall(r"\b(float|int|uint|longlong|ulonglong|double)(\d)\b", text)]
         widths += [16 for _ in re.findall(r"\buint4\b", text)]
         return {"vector_bytes": max(widths)} if widths and max(widths) in (8, 16) else {}
+    if feature == "cache_blocking":
+        return _tile(text)
     return {}
+
+
+def _tile(text: str) -> dict[str, Any]:
+    """The most common value among the tile sizes that a block loop of ``text`` steps by."""
+    defined = re.findall(r"#\s*define\s+(\w+)\s+\(?(\d+)\)?", text)
+    defined += re.findall(r"\b(?:const|constexpr)\s+[\w:]+\s+(\w+)\s*=\s*(\d+)\s*;", text)
+    tiles = [int(value) for name, value in defined if re.search(rf"\+=\s*{name}\b", text)]
+    return {"tile": max(set(tiles), key=tiles.count)} if tiles else {}
