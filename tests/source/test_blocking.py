@@ -57,6 +57,21 @@ def test_a_thread_pragma_on_the_outer_loop_ends_up_on_the_outer_block_loop(tmp_p
     assert report.verdict is Verdict.ACCEPTED, report.reason
 
 
+def test_threads_come_after_blocking_too_on_the_outer_block_loop(tmp_path, quick):
+    # A method that drew cache_blocking before omp_parallel got no threads: the race check saw a
+    # write indexed by i and j, not by the block counter ib, though i runs over ib's block alone.
+    text, spec = source_of("cpu", "transpose", "naive")
+    blocked = insertion(text, "c", "cache_blocking")
+    threads = insertion(blocked.new_source, "c", "omp_parallel")
+    assert threads.sites[0].text.startswith("for (int64_t ib = 0; ib < M; ib += KL_TILE)")
+    report = _gate(tmp_path, quick, threads.new_source, apply_flags(spec.flags, threads))
+    assert report.verdict is Verdict.ACCEPTED, report.reason
+    # a write indexed by the inner block's counter alone is shared by every block row: a race
+    racy = blocked.new_source.replace("y[j * M + i]", "y[j]")
+    refused = insertion(racy, "c", "omp_parallel")
+    assert isinstance(refused, Refused) and "the threads would race" in refused.reason
+
+
 def test_the_held_out_column_order_stencil_is_tiled_and_passes_the_gate(tmp_path, quick):
     stencil = load_workload(EXAMPLES.parent / "heldout" / "cpu" / "stencil_colmajor", quick=True)
     naive = load_kernel(stencil, "naive")

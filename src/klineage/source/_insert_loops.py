@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from klineage.source._blocking_nest import blocked_nests, declared
 from klineage.source._detect_common import unroll_pragmas
 from klineage.source._detect_cpu import is_simd_only, omp_pragmas
 from klineage.source._insert_qualifiers import Inserted, Refusals, Refused, is_device_code
@@ -95,8 +96,9 @@ def insert_omp_parallel(parsed: Parsed, params: dict) -> Inserted | Refused:
                  if not any(a.type in ("for_statement", "while_statement", "do_statement")
                             for a in ancestors(loop))]
     why, candidates = Refusals(parsed), []
+    in_block = _block_counters(parsed)
     for loop in outermost:
-        reason = (_why_not_parallel(loop)
+        reason = (_why_not_parallel(loop, in_block.get(loop.start_byte, set()))
                   or ("it sits in a helper another function calls: threading it would fork and join "
                       "once per call" if _called(parsed, loop) else None)
                   or ("a pragma sits on it already" if _has_pragma_above(parsed, loop, taken) else None))
@@ -145,10 +147,23 @@ def _called(parsed: Parsed, loop) -> bool:
                for call in walk(parsed.root) if call.type == "call_expression")
 
 
-def _why_not_parallel(loop) -> str | None:
+def _block_counters(parsed: Parsed) -> dict[int, set[bytes]]:
+    """Outer block loop (by start) -> the counter of its element loop, which runs over the
+    block alone (``for (i = ib; i < min(ib + T, M); i++)`` with ``ib += T``): an index on it is
+    as private to one block iteration as one on the block counter itself."""
+    found = {}
+    for nest in blocked_nests(parsed):
+        element = declared(nest.loops[0])
+        if element is not None:
+            found[nest.blocks[0].start_byte] = {element[0].encode()}
+    return found
+
+
+def _why_not_parallel(loop, in_block: set[bytes] = frozenset()) -> str | None:
     """None when the counter is the loop's own, no scalar from outside the loop is written in it,
-    and every array written from outside is indexed by the counter (a scratch row shared by all
-    iterations, written as e[j], would race: softmax's re-derivation was caught doing that)."""
+    and every array written from outside is indexed by the counter or by a counter that runs
+    over its block (a scratch row shared by all iterations, written as e[j], would race:
+    softmax's re-derivation was caught doing that)."""
     not_canonical = _not_canonical(loop)
     if not_canonical:
         return not_canonical
@@ -159,7 +174,7 @@ def _why_not_parallel(loop) -> str | None:
     shared = sorted({name.decode() for _, name in _scalar_writes(loop) if name not in own})
     if shared:
         return f"it writes {', '.join(shared)}, declared outside it: the threads would race"
-    counter = _locals_of(initializer)
+    counter = _locals_of(initializer) | set(in_block)
     passed = _shared_mutable_pointer(loop, own)
     if passed:
         return (f"it passes the writable pointer {passed}, declared outside it, to a call: every "
