@@ -34,10 +34,13 @@ from klineage.workload import load_kernel, load_workload
 METHODS = "klineage,none,memory,rules-table,expert-source"
 
 
-def build_library(suite: Path, target: Path, scratch: Path, quick: bool, gate: GateOptions) -> list[Path]:
-    """Mine every expert of the suite into ``target``; the mine runs."""
+def build_library(suite: Path, target: Path, scratch: Path, quick: bool, gate: GateOptions,
+                  only: list[str] | None = None) -> list[Path]:
+    """Mine every expert of the suite (or those ``only`` names) into ``target``; the mine runs."""
     runs = []
     for path in sorted(p for p in suite.iterdir() if (p / "workload.toml").is_file()):
+        if only and path.name not in only:
+            continue
         workload = load_workload(path, quick=quick)
         print(f"mining {workload.name} ...", flush=True)
         runs.append(mine(workload, load_kernel(workload, "expert"), scratch / "mine-runs", target,
@@ -81,6 +84,8 @@ def main() -> None:
     parser.add_argument("--budget", default="gate_runs=6")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--only", default="", help="comma-separated workloads (a sub-suite)")
+    parser.add_argument("--mine", default="",
+                        help="comma-separated experts to mine for the library (default: every one)")
     parser.add_argument("--suite", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--methods", default=METHODS)
     parser.add_argument("--compare-s", type=float, default=2.0)
@@ -97,7 +102,8 @@ def main() -> None:
     library, memory = args.library, args.memory
     if library is None:
         library = scratch / "library"
-        mine_runs = build_library(examples, library, scratch, args.quick, gate)
+        mine_runs = build_library(examples, library, scratch, args.quick, gate,
+                                  [m for m in args.mine.split(",") if m])
         if "memory" in args.methods.split(",") and memory is None:
             print("building the memory baseline's store ...", flush=True)
             memory = scratch / "memory"

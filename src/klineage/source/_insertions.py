@@ -7,8 +7,10 @@
                        deepest loop nest, when its counter is declared in the loop and it assigns
                        no scalar declared outside it (+ -fopenmp).
   omp_simd             '#pragma omp simd' on innermost loops with no break/return, no scalar written
-                       from outside except 's += ...' sums (reduction(+:s)), and every written array
-                       read only at the same subscript (+ -fopenmp-simd unless -fopenmp is set).
+                       from outside except 's += ...' sums (reduction(+:s)) and max/min reductions
+                       ('m = v > m ? v : m', 'm = fmaxf(m, v)', 'if (v > m) m = v;'), and every
+                       written array read only at the same subscript (+ -fopenmp-simd unless
+                       -fopenmp is set).
   unroll               '#pragma GCC unroll N' (params: factor, default 4) on innermost loops.
   unroll_pragma        '#pragma unroll' or '#pragma unroll N' on innermost device loops.
   launch_bounds        __launch_bounds__(B) on kernels whose launch sites all use one block size B.
