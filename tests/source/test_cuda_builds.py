@@ -119,3 +119,30 @@ def test_every_cuda_style_builds_and_imports_only_what_the_gate_allows():
         assert built.ok, f"{spec.source}:\n{built.log[-2000:]}"
         assert forbidden_symbols(backend.imported_symbols(built.artifact), (),
                                  backend.denied_symbols, backend.allowed_symbols) == [], spec.source
+
+
+def test_grid_stride_rewrites_compile(tmp_path):
+    # Both directions: the insertion on every flat kernel (naive examples, held-out, flat styles),
+    # the removal on every removable grid-stride loop (the styles, the held-out naive kernel).
+    styles = REPO / "tests" / "source" / "styles" / "cuda"
+    texts = [(f"{name}/naive", workload("cuda", name), source_of("cuda", name, "naive")[0])
+             for name in CUDA_WORKLOADS]
+    for folder in sorted(HELDOUT.glob("*/workload.toml")):
+        loaded = load_workload(folder.parent, quick=True)
+        naive = load_kernel(loaded, "naive").source.read_text()
+        texts.append((f"heldout:{folder.parent.name}", loaded, naive))
+    texts += [(f"style:{p.parent.parent.name}/{p.parent.name}", workload("cuda", p.parent.parent.name),
+               p.read_text()) for p in sorted(styles.glob("*/*/kernel.cu"))]
+    jobs = []
+    for label, loaded, text in texts:
+        edits = insertion_edits(text, "cuda", "grid_stride_loop")
+        edits += [e for e in removal_edits(text, "cuda") if e.feature == "grid_stride_loop"]
+        jobs += [(label, edit, write_kernel(tmp_path / f"{label}-{edit.direction}".replace("/", "-")
+                                            .replace(":", "-"), loaded, edit.new_source, "cuda", ()))
+                 for edit in edits]
+    assert sum(e.direction == "insert" for _, e, _ in jobs) >= 12
+    assert sum(e.direction == "remove" for _, e, _ in jobs) >= 6
+    with ThreadPoolExecutor(2) as pool:
+        builds = list(pool.map(lambda job: CudaBackend().build(job[2]), jobs))
+    for (label, edit, _), built in zip(jobs, builds, strict=True):
+        assert built.ok, f"{label} {edit.direction}:\n{built.log[-2000:]}\n{edit.diff}"

@@ -150,7 +150,10 @@ def detect_fast_math_intrinsics(parsed: Parsed) -> list[FeatureHit]:
 
 
 def detect_grid_stride_loop(parsed: Parsed) -> list[FeatureHit]:
-    """Kernel loops whose stride is (or is a local computed from) gridDim."""
+    """Kernel loops whose stride is (or is a local computed from) gridDim; removable where
+    _insert_stride's removal applies (the detail says why not elsewhere)."""
+    from klineage.source._insert_stride import stride_removal
+
     hits = []
     for function in (f for f in function_definitions(parsed.root) if is_cuda_kernel(f)):
         for loop in for_loops(function):
@@ -159,8 +162,11 @@ def detect_grid_stride_loop(parsed: Parsed) -> list[FeatureHit]:
                 continue
             stride = update.child_by_field_name("right")
             if "gridDim" in _expand(parsed, function, stride):
-                hits.append(hit(parsed, "grid_stride_loop", loop, f"stride {parsed.text_of(stride)}",
-                                removable=False))
+                plan = stride_removal(parsed, loop)
+                detail = f"stride {parsed.text_of(stride)}" + (f"; kept: {plan}" if isinstance(plan, str)
+                                                                else "")
+                hits.append(hit(parsed, "grid_stride_loop", loop, detail,
+                                removable=not isinstance(plan, str)))
     return hits
 
 

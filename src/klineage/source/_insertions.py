@@ -20,9 +20,12 @@
   loop_interchange     the two loops of a perfect C/C++ nest swapped, so the inner one walks
                        memory at unit stride, where a dependence check proves it changes no result
                        (_insert_interchange.py: what it proves).
+  grid_stride_loop     a flat one-element-per-thread kernel's bounds check becomes a loop striding
+                       by the grid's thread count, and its launches cap the grid at max_blocks
+                       (params: max_blocks, default 2048; _insert_stride.py: what it refuses).
 Only an LLM brain can add: simd_intrinsics, packing, cache_blocking,
 streaming_store, prefetch, shared_memory_tiling, warp_shuffle_reduction,
-cp_async_pipeline, tma, tensor_core_mma, grid_stride_loop, register_blocking and swizzles: each
+cp_async_pipeline, tma, tensor_core_mma, register_blocking and swizzles: each
 needs new code whose shape depends on the algorithm, not a local rewrite.
 """
 
@@ -38,6 +41,7 @@ from klineage.source._insert_qualifiers import (
     insert_restrict,
     insert_smem_padding,
 )
+from klineage.source._insert_stride import insert_grid_stride_loop
 from klineage.source._insert_vector import insert_vectorized_access
 from klineage.source.model import Edit
 from klineage.source.parse import parse
@@ -54,6 +58,7 @@ INSERTERS = {
     "smem_padding_or_swizzle": insert_smem_padding,
     "vectorized_access": insert_vectorized_access,
     "loop_interchange": insert_loop_interchange,
+    "grid_stride_loop": insert_grid_stride_loop,
 }
 
 

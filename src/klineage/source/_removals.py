@@ -17,6 +17,7 @@ from klineage.source._detect_cpu import (
 )
 from klineage.source._detect_cuda import FAST_MATH
 from klineage.source._fast_path import find_fast_path
+from klineage.source._insert_stride import remove_grid_stride_loop
 from klineage.source.model import FeatureHit
 from klineage.source.parse import (
     Parsed,
@@ -250,4 +251,5 @@ REMOVERS = {
     "tensor_core_mma": remove_fast_path,
     "tma": remove_fast_path,
     "cp_async_pipeline": remove_fast_path,
+    "grid_stride_loop": remove_grid_stride_loop,
 }

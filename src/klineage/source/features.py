@@ -76,7 +76,7 @@ CATALOGUE: dict[str, FeatureInfo] = {f.name: f for f in (
     _info("fast_math_intrinsics", "tuning", _CU, "approximate math intrinsics (__expf, __fdividef, "
           "rsqrtf, __frcp_rn)", True, True),
     _info("grid_stride_loop", "parallelism", _CU, "persistent blocks striding over the work by "
-          "gridDim", False, False),
+          "gridDim", True, True),
     _info("register_blocking", "compute", _CU, "per-thread register tiles (arrays kept across passes)",
           False, False),
     _info("smem_padding_or_swizzle", "layout", _CU, "padded shared-memory rows (removable) or TMA/MMA "

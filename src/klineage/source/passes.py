@@ -23,10 +23,14 @@ Removal passes (deterministic; every site of the feature, nothing else):
                       helpers only they used are deleted. The edit carries the fast path's headline
                       feature (features.FAST_PATH_FEATURES); the others it removes are listed in
                       params['also_removes'].
+  grid_stride_loop    'for (i = <global index>; i < n; i += gridDim.x * blockDim.x) BODY' becomes
+                      'i = <global index>; if (i < n) BODY' and every launch of the kernel gets a
+                      grid of ceil(n / block) blocks, where n is clearly the launch's element count
+                      (_insert_stride.py: the loops it keeps, e.g. a block-stride loop over rows).
 Not removable by a rule (an LLM brain must rewrite code): cache_blocking, loop_interchange (it has
 an insertion, _insert_interchange.py, but no detector), packing, shared_memory_tiling,
-warp_shuffle_reduction, grid_stride_loop, register_blocking, manual unrolling, unguarded
-intrinsics, and fast-path features without a general kernel.
+warp_shuffle_reduction, register_blocking, manual unrolling, unguarded intrinsics, fast-path
+features without a general kernel, and grid-stride loops outside the shape above.
 """
 
 from __future__ import annotations
@@ -77,6 +81,7 @@ _PASS_NAMES = {
     "streaming_store": "stream_to_regular_stores", "prefetch": "drop_prefetches",
     "read_only_cache": "ldg_to_plain_loads", "launch_bounds": "drop_launch_bounds",
     "fast_math_intrinsics": "fast_math_to_ieee", "smem_padding_or_swizzle": "drop_smem_padding",
+    "grid_stride_loop": "grid_stride_to_bounds_check",
 }
 
 

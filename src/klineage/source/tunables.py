@@ -4,6 +4,7 @@ finds the expert's value.
   unroll, unroll_pragma  factor        2, 4, 8          the expert's '#pragma ... unroll N'
   vectorized_access      vector_bytes  8, 16            the expert's widest vector type
   omp_parallel           schedule      static, dynamic  the expert's schedule(...) clause
+  grid_stride_loop       max_blocks    1024, 2048, 4096 (not mined: the cap sits in the launch)
 
 klineage materializes a card with the values its expert used (the card's ``rewrite.params``),
 then tries the neighbouring values of each (the two-stage tuner: mined values first, a small
@@ -23,10 +24,11 @@ TUNABLES: dict[str, dict[str, tuple[Any, ...]]] = {
     "unroll_pragma": {"factor": (2, 4, 8)},
     "vectorized_access": {"vector_bytes": (8, 16)},
     "omp_parallel": {"schedule": ("static", "dynamic")},
+    "grid_stride_loop": {"max_blocks": (1024, 2048, 4096)},
 }
 DEFAULTS: dict[str, dict[str, Any]] = {
     "unroll": {"factor": 4}, "unroll_pragma": {"factor": 4}, "vectorized_access": {"vector_bytes": 16},
-    "omp_parallel": {"schedule": "static"},
+    "omp_parallel": {"schedule": "static"}, "grid_stride_loop": {"max_blocks": 2048},
 }
 _TYPE_BYTES = {"float": 4, "int": 4, "uint": 4, "longlong": 8, "ulonglong": 8, "double": 8}
 
