@@ -161,3 +161,27 @@ def test_grid_stride_rewrites_pass_the_gate(label, folder, source, direction, gp
     kernel = write_kernel(tmp_path / "rewritten", workload, edit.new_source, "cuda", ())
     report = run_gate(workload, kernel, options=gpu_quick)
     assert report.verdict is Verdict.ACCEPTED, f"{label}: {report.reason}"
+
+
+_EXPERTS = sorted([*(REPO / "examples" / "workloads" / "cuda").glob("*/kernels/expert/kernel.cu"),
+                   *(REPO / "examples" / "heldout" / "cuda").glob("*/kernels/expert/kernel.cu")])
+SHUFFLE_CASES = [(f"{p.parts[-4]}/expert", p.parents[2], p, "expert") for p in _EXPERTS
+                 if "__shfl_" in p.read_text()]
+SHUFFLE_CASES += [(f"style/{p.parent.parent.name}/row_per_warp",
+                   REPO / "examples" / "workloads" / "cuda" / p.parent.parent.name, p, p.parent)
+                  for p in sorted(STYLES.glob("*/row_per_warp/kernel.cu"))]
+
+
+@pytest.mark.parametrize(("label", "folder", "source", "variant"), SHUFFLE_CASES,
+                         ids=[case[0] for case in SHUFFLE_CASES])
+def test_warp_shuffle_removal_passes_the_gate(label, folder, source, variant, gpu_quick, tmp_path):
+    # Every lane must read what its shuffle gave it: the removal is exact, so any error is a bug.
+    from klineage.source import removal_edits
+    from source._kernels import write_kernel
+
+    workload = load_workload(folder)
+    spec = load_kernel(workload, variant)
+    (edit,) = [e for e in removal_edits(source.read_text(), "cuda") if e.feature == "warp_shuffle_reduction"]
+    kernel = write_kernel(tmp_path / "exchange", workload, edit.new_source, "cuda", spec.flags)
+    report = run_gate(workload, kernel, options=gpu_quick)
+    assert report.verdict is Verdict.ACCEPTED, f"{label}: {report.reason}"

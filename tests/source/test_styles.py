@@ -19,7 +19,8 @@ STYLES = Path(__file__).parent / "styles"
 KERNELS = sorted(str(p.parent.relative_to(STYLES)) for p in STYLES.glob("*/*/*/kernel.toml"))
 CPU_PASSES = ("restrict", "omp_parallel", "omp_simd", "unroll", "loop_interchange")
 CUDA_PASSES = ("restrict", "vectorized_access", "launch_bounds", "unroll_pragma",
-               "fast_math_intrinsics", "read_only_cache", "smem_padding_or_swizzle", "grid_stride_loop")
+               "fast_math_intrinsics", "read_only_cache", "smem_padding_or_swizzle", "grid_stride_loop",
+               "warp_shuffle_reduction")
 
 _NOT_CANONICAL = "steps more than the counter (not OpenMP's canonical form"
 _NO_GAIN = "nothing to gain: the inner counter"
@@ -64,6 +65,9 @@ REFUSED = {
        for k in KERNELS if k.startswith("cuda/") and k.endswith("/row_per_block")},
     ("cuda/silu_and_mul/row_per_block", "grid_stride_loop"): "no local set to blockIdx.x",
     ("cuda/silu_and_mul/grid2d", "grid_stride_loop"): "its bounds check tests more than col",
+    # shuffles come back only from the shared-memory warp exchange their removal writes
+    **{(k, "warp_shuffle_reduction"): "no shared-memory warp exchange"
+       for k in KERNELS if k.startswith("cuda/")},
 }
 
 

@@ -112,8 +112,16 @@ def detect_smem_padding_or_swizzle(parsed: Parsed) -> list[FeatureHit]:
 
 
 def detect_warp_shuffle_reduction(parsed: Parsed) -> list[FeatureHit]:
-    return [hit(parsed, "warp_shuffle_reduction", c, callee_name(c), removable=False)
-            for c in calls(parsed.root, _SHUFFLES)]
+    """Every shuffle or warp-reduce call; removable where _shuffle's removal applies (the
+    detail says why not elsewhere)."""
+    from klineage.source._shuffle import shuffle_removal
+
+    hits = []
+    for call in calls(parsed.root, _SHUFFLES):
+        plan = shuffle_removal(parsed, call)
+        detail = callee_name(call) + (f"; kept: {plan}" if isinstance(plan, str) else "")
+        hits.append(hit(parsed, "warp_shuffle_reduction", call, detail, removable=not isinstance(plan, str)))
+    return hits
 
 
 def _asm_hits(parsed: Parsed, feature: str, pattern: str, exclude: str | None = None) -> list[FeatureHit]:

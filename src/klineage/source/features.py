@@ -66,7 +66,7 @@ CATALOGUE: dict[str, FeatureInfo] = {f.name: f for f in (
     _info("shared_memory_tiling", "memory", _CU, "tiles staged in __shared__ memory and reused by the "
           "block", False, False),
     _info("warp_shuffle_reduction", "compute", _CU, "reduction through __shfl_*_sync butterflies",
-          False, False, "SASS SHFL.*"),
+          True, True, "SASS SHFL.*"),
     _info("cp_async_pipeline", "pipeline", _CU, "asynchronous copies / mbarrier ring overlapping "
           "loads with compute", True, False, "SASS LDGSTS or SYNCS.* (mbarrier)"),
     _info("tma", "pipeline", _CU, "Tensor Memory Accelerator bulk tensor copies (cp.async.bulk.tensor)",

@@ -27,10 +27,13 @@ Removal passes (deterministic; every site of the feature, nothing else):
                       'i = <global index>; if (i < n) BODY' and every launch of the kernel gets a
                       grid of ceil(n / block) blocks, where n is clearly the launch's element count
                       (_insert_stride.py: the loops it keeps, e.g. a block-stride loop over rows).
+  warp_shuffle_reduction  each full-warp __shfl_xor_sync / __shfl_down_sync becomes the same exchange
+                      through a per-thread __shared__ slot between two __syncwarp(), where the call
+                      is proved to be reached by whole warps (_shuffle.py: what it proves).
 Not removable by a rule (an LLM brain must rewrite code): cache_blocking, loop_interchange (it has
 an insertion, _insert_interchange.py, but no detector), packing, shared_memory_tiling,
-warp_shuffle_reduction, register_blocking, manual unrolling, unguarded intrinsics, fast-path
-features without a general kernel, and grid-stride loops outside the shape above.
+register_blocking, manual unrolling, unguarded intrinsics, fast-path features without a general
+kernel, grid-stride loops outside the shape above, and shuffle broadcasts (__shfl_sync).
 """
 
 from __future__ import annotations
@@ -81,7 +84,7 @@ _PASS_NAMES = {
     "streaming_store": "stream_to_regular_stores", "prefetch": "drop_prefetches",
     "read_only_cache": "ldg_to_plain_loads", "launch_bounds": "drop_launch_bounds",
     "fast_math_intrinsics": "fast_math_to_ieee", "smem_padding_or_swizzle": "drop_smem_padding",
-    "grid_stride_loop": "grid_stride_to_bounds_check",
+    "grid_stride_loop": "grid_stride_to_bounds_check", "warp_shuffle_reduction": "shuffle_to_shared_exchange",
 }
 
 
