@@ -179,6 +179,8 @@ def test_the_bound_is_written_in_the_launch_arguments():
     ("its stride gridDim.x * 128 is not gridDim.x * blockDim.x", _strided(stride="gridDim.x * 128")),
     ("its bound names x, not an integer parameter", _strided(bound="(int64_t)x[0]")),
     ("a launch's argument for n is not a plain expression", _strided(count="(int64_t)cudaGetLastError()")),
+    ("its block declares another i", _strided(body="y[i] = a * x[i];\n  }\n  {\n    int64_t j = 0; (void)j;",
+                                              before="  int64_t i = 0; (void)i;\n")),
     ("the kernel uses __shared__ memory", _strided(before="  __shared__ float t[32];\n",
                                                    body="t[0] = a; y[i] = t[0];")),
 ])

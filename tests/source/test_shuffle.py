@@ -104,7 +104,12 @@ def test_a_warp_uniform_condition_keeps_the_warp_whole(call):
         call="if (lane < 16) s = warp_sum(s);")),
     ("where reduce calls warp_sum: line 11: inside a ?:, && or ||", _kernel(
         call="s = lane < 16 ? warp_sum(s) : s;")),
-    ("an exit taken by some lanes comes before it", _kernel(before="  if (threadIdx.x >= n) return;\n")),
+    ("line 10: an exit some lanes may take keeps them from it", _kernel(
+        before="  if (threadIdx.x >= n) return;\n")),
+    ("line 13: an exit some lanes may take keeps them from it", _kernel(
+        call="for (int k = 0; k < n; ++k) {\n    s = warp_sum(s);\n    if (s > x[lane]) break;\n  }")),
+    ("line 11: (atomicAdd(y, 1.0f) > 0.0f) may differ between lanes", _kernel(
+        call="if (atomicAdd(y, 1.0f) > 0.0f) s = warp_sum(s);")),
     ("the helper's parameter is not known to be uniform", None),
 ])
 def test_a_shuffle_not_proved_full_warp_stays_with_the_reason(why, kernel):

@@ -276,6 +276,9 @@ def _not_an_if(parsed: Parsed, function, loop, counter: str) -> str | None:
     for node in walk(body):
         if node.type in ("break_statement", "continue_statement") and _own_jump(node, loop):
             return f"the body has a {node.type.split('_')[0]} of the loop's own"
+    if any(s.type == "declaration" and counter in {_innermost_name(d) for d in s.children_by_field_name(
+            "declarator")} for s in loop.parent.named_children):
+        return f"its block declares another {counter}: the counter cannot move out of the loop"
     return None
 
 

@@ -60,6 +60,7 @@ _TID = "threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)"
 _PARTNER = {"__shfl_xor_sync": "((kl_tid & 31u) ^ {o}) < 32u ? (kl_tid ^ {o}) : kl_tid",
             "__shfl_down_sync": "(kl_tid & 31u) + {o} < 32u ? kl_tid + {o} : kl_tid"}
 _LOOPS = ("for_statement", "while_statement", "do_statement")
+_PURE = {"min", "max", "fminf", "fmaxf", "fmin", "fmax", "abs", "umin", "umax", "llmin", "llmax"}
 _JUMPS = ("return_statement", "break_statement", "continue_statement", "goto_statement")
 
 
@@ -125,12 +126,14 @@ def _diverges(parsed: Parsed, node, function, depth: int) -> str | None:
     if why:
         return why
     enclosing = [a for a in ancestors(node) if a.type in _LOOPS]
-    for jump in (n for n in walk(function) if n.type in _JUMPS and n.start_byte < node.start_byte):
+    for jump in (n for n in walk(function) if n.type in _JUMPS):
         loop = next((a for a in ancestors(jump) if a.type in _LOOPS), None)
         if jump.type in ("break_statement", "continue_statement") and loop not in enclosing:
-            continue  # leaves a loop that is over before the call
+            continue  # leaves a loop the call is not in
+        if jump.start_byte > node.start_byte and not any(a in enclosing for a in ancestors(jump)):
+            continue  # after the call, and no loop brings the lanes back to it
         if _local_divergence(parsed, jump, function):
-            return f"line {parsed.site(jump).start_line}: an exit taken by some lanes comes before it"
+            return f"line {parsed.site(jump).start_line}: an exit some lanes may take keeps them from it"
     if is_cuda_kernel(function):
         return None
     if depth >= 4:
@@ -174,6 +177,8 @@ def _uniform(function, node, seen: frozenset) -> bool:
             return True  # the warp index: one value per warp of a block of whole warps
     if node.type == "identifier":
         return _uniform_name(function, node.text.decode(), seen)
+    if node.type == "call_expression" and callee_name(node) not in _PURE:
+        return False  # an atomic, a shuffle or a helper may give each lane its own value
     return all(_uniform(function, c, seen) for c in node.named_children)
 
 
