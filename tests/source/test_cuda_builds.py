@@ -157,3 +157,5 @@ def test_grid_stride_and_shuffle_rewrites_of_naive_kernels_and_styles_compile(tm
         builds = list(pool.map(lambda job: CudaBackend().build(job[2]), jobs))
     for (label, edit, _), built in zip(jobs, builds, strict=True):
         assert built.ok, f"{label} {edit.direction}:\n{built.log[-2000:]}\n{edit.diff}"
+        if edit.feature == "warp_shuffle_reduction":  # the butterfly and the broadcast both went
+            assert not compiled_evidence(built.artifact, "cuda")["warp_shuffle_reduction"], label

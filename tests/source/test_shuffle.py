@@ -97,7 +97,9 @@ def test_a_warp_uniform_condition_keeps_the_warp_whole(call):
     ("width 16: a sub-warp shuffle", _kernel(step="v += __shfl_xor_sync(0xffffffffu, v, o, 16);")),
     ("its value v * 2.0f is not a local or parameter", _kernel(
         step="v += __shfl_xor_sync(0xffffffffu, v * 2.0f, o);")),
-    ("only xor and down butterflies", _kernel(step="v += __shfl_up_sync(0xffffffffu, v, o);")),
+    ("only xor, down and index shuffles", _kernel(step="v += __shfl_up_sync(0xffffffffu, v, o);")),
+    ("not in an expression statement of its own block", _kernel(
+        step="v += 1.0f;\n  return 2.0f * __shfl_sync(0xffffffffu, v, 0);")),
     ("not in an expression statement of its own block", _kernel(
         step="v += o > 8 ? __shfl_xor_sync(0xffffffffu, v, o) : 0.0f;")),
     ("where reduce calls warp_sum: line 11: (lane < 16) may differ between lanes", _kernel(
@@ -124,12 +126,14 @@ def test_a_shuffle_not_proved_full_warp_stays_with_the_reason(why, kernel):
 
 
 @pytest.mark.parametrize("path", STYLES, ids=lambda p: p.parts[-3])
-def test_a_broadcast_stays_while_the_butterfly_goes(path):
+def test_a_style_loses_its_butterfly_and_its_broadcast_and_gets_them_back(path):
     text = path.read_text()
     removed = _removal(text).new_source
-    assert "__shfl_down_sync(" not in removed and removed.count("__shfl_sync(0xffffffffu, v, 0)") >= 1
-    kept = [h for h in _hits(removed)]
-    assert kept and all("only xor and down butterflies" in h.detail for h in kept)
+    assert not re.search(r"__shfl\w*\(", removed) and "warp_shuffle_reduction" not in present(removed, "cuda")
+    assert ("    const float kl_value = kl_exchange[(kl_tid & ~31u) | ((unsigned)0 & 31u)];\n"
+            "    __syncwarp();\n"
+            "    return kl_value;\n"
+            "  }\n") in removed
     assert insertion(removed, "cuda", "warp_shuffle_reduction").new_source == text
 
 

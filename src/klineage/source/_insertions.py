@@ -24,7 +24,7 @@
                        by the grid's thread count, and its launches cap the grid at max_blocks
                        (params: max_blocks, default 2048; _insert_stride.py: what it refuses).
   warp_shuffle_reduction  the shared-memory warp exchange its removal writes becomes the
-                       __shfl_xor_sync / __shfl_down_sync step again (_shuffle.py).
+                       __shfl_xor_sync / __shfl_down_sync / __shfl_sync again (_shuffle.py).
 Only an LLM brain can add: simd_intrinsics, packing, cache_blocking,
 streaming_store, prefetch, shared_memory_tiling, other warp reductions,
 cp_async_pipeline, tma, tensor_core_mma, register_blocking and swizzles: each

@@ -24,7 +24,9 @@ or ``||``, and every condition, loop and early exit on the way to it (in its fun
 ``__device__`` helper, at each of its call sites up to the kernels) is warp-uniform: it depends on
 blockIdx, blockDim, gridDim, kernel parameters, file-scope constants and the warp index
 (``threadIdx.x >> 5``, ``/ 32``, ``/ warpSize``; blocks are taken to be whole warps, as the full mask
-already requires), never on the lane. ``__shfl_sync`` broadcasts, ``__shfl_up_sync`` and
+already requires), never on the lane. ``__shfl_sync(MASK, v, src)`` (a broadcast: the
+slot of lane ``src & 31``) is rewritten the same way; ``return __shfl_sync(...);`` reads into
+``kl_value`` before the second ``__syncwarp`` and returns it after. ``__shfl_up_sync`` and
 ``__reduce_*_sync`` are left alone (their hits stay ``removable=False`` with the reason).
 
 Insertion. The inverse: each exchange block of that exact shape becomes the statement with the
@@ -53,12 +55,13 @@ from klineage.source.parse import (
     writes,
 )
 
-_BUTTERFLIES = "__shfl_xor_sync|__shfl_down_sync"
+_EXCHANGED = "__shfl_xor_sync|__shfl_down_sync|__shfl_sync"
 _SCALARS = {"float", "double", "int", "unsigned", "unsigned int", "long long", "int64_t", "uint32_t",
             "int32_t", "unsigned long long", "uint64_t"}
 _TID = "threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)"
 _PARTNER = {"__shfl_xor_sync": "((kl_tid & 31u) ^ {o}) < 32u ? (kl_tid ^ {o}) : kl_tid",
-            "__shfl_down_sync": "(kl_tid & 31u) + {o} < 32u ? kl_tid + {o} : kl_tid"}
+            "__shfl_down_sync": "(kl_tid & 31u) + {o} < 32u ? kl_tid + {o} : kl_tid",
+            "__shfl_sync": "(kl_tid & ~31u) | ((unsigned){o} & 31u)"}
 _LOOPS = ("for_statement", "while_statement", "do_statement")
 _PURE = {"min", "max", "fminf", "fmaxf", "fmin", "fmax", "abs", "umin", "umax", "llmin", "llmax"}
 _JUMPS = ("return_statement", "break_statement", "continue_statement", "goto_statement")
@@ -67,8 +70,9 @@ _JUMPS = ("return_statement", "break_statement", "continue_statement", "goto_sta
 def shuffle_removal(parsed: Parsed, call):
     """(statement, value name, value type) for a full-warp butterfly call, or why not."""
     name = callee_name(call)
-    if not re.fullmatch(_BUTTERFLIES, name):
-        return f"{name}: only xor and down butterflies (__shfl_xor_sync, __shfl_down_sync) are rewritten"
+    if not re.fullmatch(_EXCHANGED, name):
+        return f"{name}: only xor, down and index shuffles (__shfl_xor_sync, __shfl_down_sync, " \
+               "__shfl_sync) are rewritten"
     arguments = call.child_by_field_name("arguments").named_children
     if len(arguments) not in (3, 4) or not _full_mask(arguments[0].text.decode()):
         return f"{name}: its mask is not 0xffffffff: not every lane of the warp takes part"
@@ -109,6 +113,8 @@ def _statement(call):
             return None
         if above.type == "expression_statement":
             return above if above.parent.type in ("compound_statement", *_LOOPS, "if_statement") else None
+        if above.type == "return_statement":  # only ``return <the call>;``: the read comes first
+            return above if call.parent == above and above.parent.type == "compound_statement" else None
         if above.type.endswith("statement") or above.type == "declaration":
             return None
     return None
@@ -215,10 +221,10 @@ def _under_uniform_ifs(function, node, seen: frozenset) -> bool:
 
 def remove_warp_shuffle(parsed: Parsed, hits: list) -> str | None:
     splice, declared = Splice(parsed.data), {}
-    shuffles = {c.start_byte: c for c in calls(parsed.root, _BUTTERFLIES)}
+    shuffles = {c.start_byte: c for c in calls(parsed.root, _EXCHANGED)}
     for h in hits:
         call = shuffles.get(h.site.start_byte)
-        plan = shuffle_removal(parsed, call) if call is not None else "no butterfly at the site"
+        plan = shuffle_removal(parsed, call) if call is not None else "no shuffle at the site"
         if isinstance(plan, str):
             continue
         statement, value, kind = plan
@@ -231,13 +237,15 @@ def remove_warp_shuffle(parsed: Parsed, hits: list) -> str | None:
         slot = f"kl_exchange[{_PARTNER[callee_name(call)].format(o=offset)}]"
         text = parsed.text_of(statement)
         at = call.start_byte - statement.start_byte
-        exchanged = text[:at] + slot + text[at + call.end_byte - call.start_byte:]
+        exchanged, returned = text[:at] + slot + text[at + call.end_byte - call.start_byte:], ""
         indent = _indent_of(parsed, statement)
         indent = re.match(r"\s*", parsed.data[parsed.data.rfind(b"\n", 0, statement.start_byte) + 1:]
                           .decode()).group(0) if statement.parent.type in _LOOPS else indent
+        if statement.type == "return_statement":  # read, wait for every lane's read, then return
+            exchanged, returned = f"const {kind} kl_value = {slot};", f"\n{indent}  return kl_value;"
         splice.replace(statement.start_byte, statement.end_byte,
                        f"{{\n{indent}  kl_exchange[kl_tid] = {value};\n{indent}  __syncwarp();\n"
-                       f"{indent}  {exchanged}\n{indent}  __syncwarp();\n{indent}}}")
+                       f"{indent}  {exchanged}\n{indent}  __syncwarp();{returned}\n{indent}}}")
     for function in function_definitions(parsed.root):
         if function.start_byte in declared:
             _declare(parsed, splice, function, declared[function.start_byte])
@@ -257,7 +265,9 @@ def _declare(parsed: Parsed, splice: Splice, function, kind: str) -> None:
 
 _EXCHANGE = re.compile(
     r"\{\n(?P<indent>[ \t]*)  kl_exchange\[kl_tid\] = (?P<value>\w+);\n(?P=indent)  __syncwarp\(\);\n"
-    r"(?P=indent)  (?P<statement>[^\n]*)\n(?P=indent)  __syncwarp\(\);\n(?P=indent)\}")
+    r"(?P=indent)  (?P<statement>[^\n]*)\n(?P=indent)  __syncwarp\(\);\n"
+    r"(?P<returned>(?P=indent)  return kl_value;\n)?(?P=indent)\}")
+_RETURNED = re.compile(r"const [\w ]+ kl_value = (?P<read>kl_exchange\[.*\]);")
 _SLOTS = {re.escape(form.format(o="PLACEHOLDER")).replace("PLACEHOLDER", r"(?P<o>\w+|\([^()]*\))", 1)
           .replace("PLACEHOLDER", "(?P=o)"): name for name, form in _PARTNER.items()}
 _DECLARATIONS = re.compile(r"\n[ \t]*__shared__ [\w ]+ kl_exchange\[1024\];[^\n]*\n[ \t]*const unsigned "
@@ -271,12 +281,15 @@ def insert_warp_shuffle(parsed: Parsed, params: dict) -> Inserted | Refused:
     text, pieces, cursor, sites, why = parsed.text, [], 0, [], Refusals(parsed)
     for match in _EXCHANGE.finditer(text):
         statement = match.group("statement")
+        if match.group("returned"):
+            read = _RETURNED.fullmatch(statement)
+            statement = f"return {read.group('read')};" if read else ""
         found = [(m, name) for pattern, name in _SLOTS.items()
                  for m in re.finditer(r"kl_exchange\[" + pattern + r"\]", statement)]
         start, end = (len(text[:at].encode()) for at in match.span())
         if len(found) != 1:
             why.add(parsed.root.descendant_for_byte_range(start, start),
-                    "the exchange does not read one partner slot of the xor or down form")
+                    "the exchange does not read one partner slot of the xor, down or index form")
             continue
         slot, name = found[0]
         shuffle = f"{name}(0xffffffffu, {match.group('value')}, {slot.group('o')})"

@@ -27,13 +27,13 @@ Removal passes (deterministic; every site of the feature, nothing else):
                       'i = <global index>; if (i < n) BODY' and every launch of the kernel gets a
                       grid of ceil(n / block) blocks, where n is clearly the launch's element count
                       (_insert_stride.py: the loops it keeps, e.g. a block-stride loop over rows).
-  warp_shuffle_reduction  each full-warp __shfl_xor_sync / __shfl_down_sync becomes the same exchange
-                      through a per-thread __shared__ slot between two __syncwarp(), where the call
-                      is proved to be reached by whole warps (_shuffle.py: what it proves).
+  warp_shuffle_reduction  each full-warp __shfl_xor_sync / __shfl_down_sync / __shfl_sync becomes the
+                      same exchange through a per-thread __shared__ slot between two __syncwarp(),
+                      where the call is proved to be reached by whole warps (_shuffle.py).
 Not removable by a rule (an LLM brain must rewrite code): cache_blocking, loop_interchange (it has
 an insertion, _insert_interchange.py, but no detector), packing, shared_memory_tiling,
 register_blocking, manual unrolling, unguarded intrinsics, fast-path features without a general
-kernel, grid-stride loops outside the shape above, and shuffle broadcasts (__shfl_sync).
+kernel, grid-stride loops outside the shape above, __shfl_up_sync and __reduce_*_sync.
 """
 
 from __future__ import annotations
