@@ -176,6 +176,7 @@ def test_the_bound_is_written_in_the_launch_arguments():
     ("the body writes s, declared outside it", _strided(before="  float s = 0.0f;\n", body="s += x[i];")),
     ("the body has a continue of the loop's own", _strided(body="if (x[i] < 0.0f) continue; y[i] = a;")),
     ("the body reads gridDim", _strided(body="y[i] = a * gridDim.x;")),
+    ("the kernel reads gridDim at line 5", _strided(before="  if (blockIdx.x == gridDim.x - 1) y[0] = a;\n")),
     ("its stride gridDim.x * 128 is not gridDim.x * blockDim.x", _strided(stride="gridDim.x * 128")),
     ("its bound names x, not an integer parameter", _strided(bound="(int64_t)x[0]")),
     ("a launch's argument for n is not a plain expression", _strided(count="(int64_t)cudaGetLastError()")),

@@ -27,6 +27,9 @@ and const locals of them, or a launch passes an argument with a call or side eff
 loop cannot become an ``if``: a break or continue of its own, a body writing a scalar from outside,
 gridDim in the body or elsewhere in the kernel, __shared__ / __syncthreads / warp intrinsics in the
 kernel, a second grid-stride loop, a 2-D grid or block, launches that disagree on the block size.
+Removing an insertion gives the kernel back byte for byte where it was written ``if (i < n) BODY``;
+an early return comes back in that form (the insertion makes the same loop of both). A
+``#define`` that held the old cap stays, unused.
 """
 
 from __future__ import annotations
@@ -268,6 +271,10 @@ def _not_an_if(parsed: Parsed, function, loop, counter: str) -> str | None:
         f.child_by_field_name("update") or f)]
     if others:
         return "the kernel has another grid-stride loop"
+    elsewhere = _grid_read_elsewhere(function, loop)
+    if elsewhere is not None:
+        return f"the kernel reads gridDim at line {parsed.site(elsewhere).start_line}, which the removal " \
+               "changes"
     declared = {_innermost_name(d) for n in walk(body) if n.type == "declaration"
                 for d in n.children_by_field_name("declarator")}
     for _, target in writes(body):
@@ -279,6 +286,18 @@ def _not_an_if(parsed: Parsed, function, loop, counter: str) -> str | None:
     if any(s.type == "declaration" and counter in {_innermost_name(d) for d in s.children_by_field_name(
             "declarator")} for s in loop.parent.named_children):
         return f"its block declares another {counter}: the counter cannot move out of the loop"
+    return None
+
+
+def _grid_read_elsewhere(function, loop):
+    """A use of gridDim outside the loop's stride (and the local holding it), if any."""
+    update = loop.child_by_field_name("update")
+    stride = _uncast(update.child_by_field_name("right"))
+    holder = stride.text.decode() if stride.type == "identifier" else None
+    for use in (n for n in walk(function) if n.type == "identifier" and n.text == b"gridDim"):
+        if not any(a == update or (a.type == "init_declarator" and _innermost_name(
+                a.child_by_field_name("declarator")) == holder) for a in ancestors(use)):
+            return use
     return None
 
 
