@@ -98,6 +98,11 @@ def test_a_warp_uniform_condition_keeps_the_warp_whole(call):
     ("its value v * 2.0f is not a local or parameter", _kernel(
         step="v += __shfl_xor_sync(0xffffffffu, v * 2.0f, o);")),
     ("only xor, down and index shuffles", _kernel(step="v += __shfl_up_sync(0xffffffffu, v, o);")),
+    ("its statement holds another shuffle", _kernel(
+        step="v = fmaxf(__shfl_xor_sync(0xffffffffu, v, o), __shfl_down_sync(0xffffffffu, v, o));")),
+    ("its function shuffles values of more than one type", _kernel(
+        step="{\n    int k = (int)v;\n    v += __shfl_xor_sync(0xffffffffu, v, o);\n"
+             "    k += __shfl_xor_sync(0xffffffffu, k, o);\n  }")),
     ("not in an expression statement of its own block", _kernel(
         step="v += 1.0f;\n  return 2.0f * __shfl_sync(0xffffffffu, v, 0);")),
     ("not in an expression statement of its own block", _kernel(

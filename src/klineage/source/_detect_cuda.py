@@ -32,7 +32,7 @@ FAST_MATH = {  # intrinsic -> its plain (IEEE) form, as a format string over the
     "__powf": "powf({0}, {1})", "__fdividef": "{0} / {1}", "__frcp_rn": "1.0f / {0}",
     "__fsqrt_rn": "sqrtf({0})", "rsqrtf": "1.0f / sqrtf({0})",
 }
-_SHUFFLES = r"__shfl(_xor|_down|_up)?_sync|__reduce_(add|min|max|and|or|xor)_sync"
+SHUFFLES = r"__shfl(_xor|_down|_up)?_sync|__reduce_(add|min|max|and|or|xor)_sync"
 _MMA_CALLS = r"(nvcuda::)?(wmma::)?(mma_sync|load_matrix_sync|store_matrix_sync)|__hmma\w*"
 _PIPELINE_CALLS = r"__pipeline_memcpy_async|__pipeline_commit|__pipeline_wait_prior|" \
                   r"(cuda::)?memcpy_async|cp_async\w*"
@@ -117,7 +117,7 @@ def detect_warp_shuffle_reduction(parsed: Parsed) -> list[FeatureHit]:
     from klineage.source._shuffle import shuffle_removal
 
     hits = []
-    for call in calls(parsed.root, _SHUFFLES):
+    for call in calls(parsed.root, SHUFFLES):
         plan = shuffle_removal(parsed, call)
         detail = callee_name(call) + (f"; kept: {plan}" if isinstance(plan, str) else "")
         hits.append(hit(parsed, "warp_shuffle_reduction", call, detail, removable=not isinstance(plan, str)))

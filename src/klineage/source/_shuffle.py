@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import re
 
+from klineage.source._detect_cuda import SHUFFLES
 from klineage.source._insert_qualifiers import Inserted, Refusals, Refused
 from klineage.source._insert_vector import _indent_of, _innermost_name
 from klineage.source.parse import (
@@ -83,9 +84,14 @@ def shuffle_removal(parsed: Parsed, call):
     kind = _scalar_type(function, value.text.decode()) if value.type == "identifier" else None
     if kind is None:
         return f"{name}: its value {value.text.decode()} is not a local or parameter of a scalar type"
+    values = [c.child_by_field_name("arguments").named_children[1:2] for c in calls(function, _EXCHANGED)]
+    if len({_scalar_type(function, v[0].text.decode()) for v in values if v}) > 1:
+        return f"{name}: its function shuffles values of more than one type (one exchange array each)"
     statement = _statement(call)
     if statement is None:
         return f"{name}: not in an expression statement of its own block, outside ?:, && and ||"
+    if len(calls(statement, SHUFFLES)) > 1:
+        return f"{name}: its statement holds another shuffle"
     why = _diverges(parsed, statement, function, depth=0)
     if why:
         return f"{name}: {why}"
@@ -228,9 +234,7 @@ def remove_warp_shuffle(parsed: Parsed, hits: list) -> str | None:
         if isinstance(plan, str):
             continue
         statement, value, kind = plan
-        function = enclosing_function_node(call)
-        if declared.setdefault(function.start_byte, kind) != kind:
-            continue  # one exchange array per function: a second value type keeps its shuffle
+        declared[enclosing_function_node(call).start_byte] = kind
         arguments = call.child_by_field_name("arguments").named_children
         offset = arguments[2].text.decode()
         offset = offset if re.fullmatch(r"\w+", offset) else f"({offset})"
