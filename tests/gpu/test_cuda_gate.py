@@ -139,6 +139,8 @@ def _grid_stride_cases():
                p.parent.parent.name, p, "remove") for p in sorted(STYLES.glob("*/gridstride/kernel.cu"))]
     cases.append(("heldout/rowmax_gridstride", heldout / "rowmax_gridstride",
                   heldout / "rowmax_gridstride" / "kernels" / "naive" / "kernel.cu", "remove"))
+    cases.append(("heldout/scale_flat/expert", heldout / "scale_flat",  # its general kernel's loop
+                  heldout / "scale_flat" / "kernels" / "expert" / "kernel.cu", "remove"))
     return cases
 
 

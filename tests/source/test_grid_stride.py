@@ -118,7 +118,7 @@ def _kernel(index_type="int64_t", guard="i < n", body="y[i] = a * x[i];", before
 @pytest.mark.parametrize(("why", "kernel"), [
     ("its index i is a 32-bit int: i += the grid's thread count could wrap", _kernel(index_type="int")),
     ("its bounds check tests more than i against the bound", _kernel(guard="i < n && a > 0.0f")),
-    ("the body writes s, declared outside it: it would carry over", _kernel(
+    ("the body writes s, declared outside it: it would carry over to the next element", _kernel(
         before="  float s = 0.0f;\n", body="s += x[i]; y[i] = s;")),
     ("the body names threadIdx: a thread no longer handles one element", _kernel(
         body="y[i] = a * x[i] + (float)threadIdx.x;")),
@@ -165,6 +165,18 @@ def test_the_common_spellings_of_the_stride_are_removed(stride):
     before = "  const int64_t stride = (int64_t)gridDim.x * blockDim.x;\n" if stride == "stride" else ""
     new = _removal(_strided(stride=stride, before=before)).new_source
     assert "  if (i < n) {\n" in new and "scale<<<(unsigned)((n + 256 - 1) / 256), 256," in new
+    assert "stride" not in new and "gridDim" not in new  # the local that held it goes too
+
+
+def test_the_held_out_expert_general_kernel_strides_by_its_block_constant():
+    text = (HELDOUT / "scale_flat/kernels/expert/kernel.cu").read_text()
+    vector, scalar = [h for h in detect(text, "cuda") if h.feature == "grid_stride_loop"]
+    assert not vector.removable and "it does not start at" in vector.detail  # two per trip, from i
+    assert scalar.removable, scalar.detail
+    new = _removal(text).new_source
+    assert ("  int64_t i = (int64_t)blockIdx.x * kThreads + threadIdx.x;\n"
+            "  if (i < n) y[i] = fmaf(a, x[i], b);") in new
+    assert "scale_scalar<<<(unsigned)((n + kThreads - 1) / kThreads), kThreads, 0, s>>>" in new
 
 
 def test_the_bound_is_written_in_the_launch_arguments():

@@ -38,6 +38,7 @@ import re
 
 from klineage.source._insert_qualifiers import Inserted, Refusals, Refused, _block_size
 from klineage.source._insert_vector import (
+    _GLOBAL_INDEX,
     _flat,
     _indent_of,
     _innermost_name,
@@ -90,7 +91,8 @@ def insert_grid_stride_loop(parsed: Parsed, params: dict) -> Inserted | Refused:
         if isinstance(reason, str):
             why.add(function, f"{name}: {reason}")
             continue
-        splice.replace(reason.node.start_byte, _flat_end(reason), _stride_loop(parsed, reason))
+        splice.replace(reason.node.start_byte, _body_statements(reason)[-1].end_byte,
+                       _stride_loop(parsed, reason))
         for launch in launches:
             _cap_launch(parsed, splice, launch, cap)
         sites.append(function)
@@ -121,13 +123,10 @@ def _not_insertable(parsed: Parsed, function, launches: list):
     if flat.bound.parent != condition:
         return f"its bounds check tests more than {flat.counter} against the bound"
     statements = _body_statements(flat)
-    declared = {_innermost_name(d) for s in statements for n in walk(s) if n.type == "declaration"
-                for d in n.children_by_field_name("declarator")}
+    outer = _outer_write(statements)
+    if outer:
+        return f"the body writes {outer}, declared outside it: it would carry over to the next element"
     for statement in statements:
-        for _, target in writes(statement):
-            if target is not None and target.type == "identifier" and target.text.decode() not in declared:
-                return (f"the body writes {target.text.decode()}, declared outside it: it would carry "
-                        "over from one element to the next")
         used = _THREAD_IDENTITY.search(parsed.text_of(statement))
         if used:
             return f"the body names {used.group(1)}: a thread no longer handles one element"
@@ -155,8 +154,13 @@ def _body_statements(flat) -> list:
     return [c for c in flat.body.named_children if c.start_byte > guard.start_byte]
 
 
-def _flat_end(flat) -> int:
-    return _body_statements(flat)[-1].end_byte
+def _outer_write(statements: list) -> str | None:
+    """A name the statements assign but do not declare (its value would carry over)."""
+    declared = {_innermost_name(d) for s in statements for n in walk(s) if n.type == "declaration"
+                for d in n.children_by_field_name("declarator")}
+    targets = [t.text.decode() for s in statements for _, t in writes(s)
+               if t is not None and t.type == "identifier"]
+    return next((t for t in targets if t not in declared), None)
 
 
 def _stride_loop(parsed: Parsed, flat) -> str:
@@ -201,7 +205,7 @@ def stride_removal(parsed: Parsed, loop):
     init, condition = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
     update = loop.child_by_field_name("update")
     counter = _counter(init)
-    if counter is None or not _is_global_index(_start(init)):
+    if counter is None or not _starts_at_the_thread(parsed, function_name(function), _start(init)):
         return "it does not start at blockIdx.x * blockDim.x + threadIdx.x (one declared counter)"
     if condition is None or condition.type != "binary_expression" or \
             condition.child_by_field_name("operator").type != "<" or \
@@ -241,6 +245,13 @@ def _counter(init) -> str | None:
     return _innermost_name(declarators[0])
 
 
+def _starts_at_the_thread(parsed: Parsed, kernel: str, start) -> bool:
+    """The global thread index, with blockDim.x or the launches' block size."""
+    block = _block_size(parsed, kernel)
+    return _is_global_index(start) or (block is not None and _plain_index(start.text.decode()).replace(
+        block, "blockDim.x") in _GLOBAL_INDEX)
+
+
 def _start(init):
     return init.children_by_field_name("declarator")[0].child_by_field_name("value")
 
@@ -275,11 +286,9 @@ def _not_an_if(parsed: Parsed, function, loop, counter: str) -> str | None:
     if elsewhere is not None:
         return f"the kernel reads gridDim at line {parsed.site(elsewhere).start_line}, which the removal " \
                "changes"
-    declared = {_innermost_name(d) for n in walk(body) if n.type == "declaration"
-                for d in n.children_by_field_name("declarator")}
-    for _, target in writes(body):
-        if target is not None and target.type == "identifier" and target.text.decode() not in declared:
-            return f"the body writes {target.text.decode()}, declared outside it"
+    outer = _outer_write([body])
+    if outer:
+        return f"the body writes {outer}, declared outside it"
     for node in walk(body):
         if node.type in ("break_statement", "continue_statement") and _own_jump(node, loop):
             return f"the body has a {node.type.split('_')[0]} of the loop's own"
@@ -355,7 +364,18 @@ def remove_grid_stride_loop(parsed: Parsed, hits: list) -> str | None:
                        f"{parsed.text_of(loop.child_by_field_name('body'))}")
         for launch in launches:
             _uncap_launch(parsed, splice, launch, kernel, bound)
+        _drop_stride_local(parsed, splice, kernel, loop)
     return splice.apply()
+
+
+def _drop_stride_local(parsed: Parsed, splice: Splice, kernel: _Kernel, loop) -> None:
+    """The local that held the stride, when the loop's update was its only reader."""
+    stride = _uncast(loop.child_by_field_name("update").child_by_field_name("right"))
+    init = kernel.locals_.get(stride.text.decode()) if stride.type == "identifier" else None
+    if init is None or init.parent.type != "declaration" or len(init.parent.children_by_field_name(
+            "declarator")) != 1 or len(_mentions(kernel.node, stride.text.decode())) != 2:
+        return
+    splice.delete_lines(init.parent.start_byte, init.parent.end_byte)
 
 
 def _uncap_launch(parsed: Parsed, splice: Splice, launch, kernel: _Kernel, bound: str) -> None:
