@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from klineage.source import Refused, detect, insertion, present, removal_edits
+from klineage.source.tunables import neighbours
 from source._kernels import CUDA_WORKLOADS, source_of
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,6 +60,12 @@ def test_the_insertion_caps_every_launch_and_keeps_the_body():
     assert ("    dim3 kl_grid((unsigned)grid);\n"
             "    if (kl_grid.x > 4096u) kl_grid.x = 4096u;  // the grid-stride loop covers the rest\n"
             "    scale_naive<<<kl_grid, block, 0, (cudaStream_t)stream>>>(\n") in new
+
+
+def test_the_grid_cap_is_a_tunable_the_sweep_moves_by_one_step():
+    assert neighbours("grid_stride_loop", {}) == [{"max_blocks": 1024}, {"max_blocks": 4096}]
+    refused = insertion(IF_FORM[0].read_text(), "cuda", "grid_stride_loop", {"max_blocks": 0})
+    assert isinstance(refused, Refused) and "at least one block" in refused.reason
 
 
 @pytest.mark.parametrize("path", STRIDED, ids=lambda p: "/".join(p.parts[-4:-1]))
