@@ -87,6 +87,7 @@ def test_the_exchange_reads_the_lane_the_shuffle_reads():
     "if (warp == 0) s = warp_sum(s);",          # the warp index: uniform in a block of whole warps
     "if (blockIdx.x < (unsigned)n) s = warp_sum(s);",
     "for (int k = 0; k < n; ++k) s = warp_sum(s);",
+    "if ((blockIdx.x * blockDim.x + threadIdx.x) / 32 < (unsigned)n) s = warp_sum(s);",
 ])
 def test_a_warp_uniform_condition_keeps_the_warp_whole(call):
     assert all(h.removable for h in _hits(_kernel(call=call)))
@@ -109,6 +110,12 @@ def test_a_warp_uniform_condition_keeps_the_warp_whole(call):
         step="v += o > 8 ? __shfl_xor_sync(0xffffffffu, v, o) : 0.0f;")),
     ("where reduce calls warp_sum: line 11: (lane < 16) may differ between lanes", _kernel(
         call="if (lane < 16) s = warp_sum(s);")),
+    ("where reduce calls warp_sum: line 11: ((threadIdx.x + 5) / 32 == 0) may differ", _kernel(
+        call="if ((threadIdx.x + 5) / 32 == 0) s = warp_sum(s);")),
+    ("where reduce calls warp_sum: line 11: (x[threadIdx.x] / 32 > 0.0f) may differ", _kernel(
+        call="if (x[threadIdx.x] / 32 > 0.0f) s = warp_sum(s);")),
+    ("where reduce calls warp_sum: line 12: (acc.x > 0.0f) may differ", _kernel(
+        call="float2 acc = make_float2(s, s);\n  if (acc.x > 0.0f) s = warp_sum(s);")),
     ("where reduce calls warp_sum: line 11: inside a ?:, && or ||", _kernel(
         call="s = lane < 16 ? warp_sum(s) : s;")),
     ("line 10: an exit some lanes may take keeps them from it", _kernel(

@@ -41,7 +41,14 @@ import re
 
 from klineage.source._detect_cuda import SHUFFLES
 from klineage.source._insert_qualifiers import Inserted, Refusals, Refused
-from klineage.source._insert_vector import _indent_of, _innermost_name
+from klineage.source._insert_vector import (
+    _indent_of,
+    _innermost_name,
+    _kernel,
+    _plain_index,
+    _terms,
+    _uncast,
+)
 from klineage.source.parse import (
     Parsed,
     Splice,
@@ -182,16 +189,31 @@ def _local_divergence(parsed: Parsed, node, function) -> str | None:
 def _uniform(function, node, seen: frozenset) -> bool:
     """Whether ``node`` has one value across a warp (module docstring: what counts)."""
     if node.type == "field_expression":
-        return node.child_by_field_name("argument").text.decode() != "threadIdx"
+        argument = node.child_by_field_name("argument")
+        return argument.text.decode() in ("blockIdx", "blockDim", "gridDim") or (
+            argument.text.decode() != "threadIdx" and _uniform(function, argument, seen))
     if node.type == "binary_expression":
         operator, right = node.child_by_field_name("operator").type, node.child_by_field_name("right")
         if (operator, right.text.decode()) in (("/", "32"), ("/", "warpSize"), (">>", "5")):
-            return True  # the warp index: one value per warp of a block of whole warps
+            return _warp_index(function, node.child_by_field_name("left"), seen)
     if node.type == "identifier":
         return _uniform_name(function, node.text.decode(), seen)
     if node.type == "call_expression" and callee_name(node) not in _PURE:
         return False  # an atomic, a shuffle or a helper may give each lane its own value
     return all(_uniform(function, c, seen) for c in node.named_children)
+
+
+def _warp_index(function, numerator, seen: frozenset) -> bool:
+    """Whether ``numerator / 32`` is one value per warp: threadIdx.x plus uniform multiples of 32
+    (a product with blockDim.x counts: blocks are whole warps)."""
+    terms, locals_ = _terms(_uncast(numerator)), _kernel(function).locals_
+    lanes = [t for t in terms if _plain_index(t.text.decode()) == "threadIdx.x" or (
+        t.type == "identifier" and t.text.decode() in locals_ and _plain_index(
+            locals_[t.text.decode()].child_by_field_name("value").text.decode()) == "threadIdx.x")]
+    whole = [t for t in terms if t not in lanes and _uniform(function, t, seen) and (
+        "blockDim.x" in _plain_index(t.text.decode()).split("*")
+        or (re.fullmatch(r"\d+", t.text.decode()) and int(t.text.decode()) % 32 == 0))]
+    return len(lanes) == 1 and len(lanes) + len(whole) == len(terms)
 
 
 def _uniform_name(function, name: str, seen: frozenset) -> bool:
