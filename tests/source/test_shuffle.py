@@ -116,6 +116,8 @@ def test_a_warp_uniform_condition_keeps_the_warp_whole(call):
         call="if (x[threadIdx.x] / 32 > 0.0f) s = warp_sum(s);")),
     ("where reduce calls warp_sum: line 12: (acc.x > 0.0f) may differ", _kernel(
         call="float2 acc = make_float2(s, s);\n  if (acc.x > 0.0f) s = warp_sum(s);")),
+    ("where reduce calls warp_sum: line 13: (k > 0) may differ", _kernel(
+        call="int k;\n  atomicExch(&k, (int)threadIdx.x);\n  if (k > 0) s = warp_sum(s);")),
     ("where reduce calls warp_sum: line 11: inside a ?:, && or ||", _kernel(
         call="s = lane < 16 ? warp_sum(s) : s;")),
     ("line 10: an exit some lanes may take keeps them from it", _kernel(

@@ -232,6 +232,9 @@ def _uniform_name(function, name: str, seen: frozenset) -> bool:
                     declared = True
                     if declarator.type == "init_declarator":
                         values.append(declarator.child_by_field_name("value"))
+    if any(n.type == "pointer_expression" and n.children[0].type == "&" and
+           n.child_by_field_name("argument").text.decode() == name for n in walk(function)):
+        return False  # written through its address, out of sight
     for expression, target in writes(function):
         if target is None or target.text.decode() != name or expression.type == "update_expression":
             continue
