@@ -23,7 +23,8 @@ value is a plain local or parameter of a known scalar type, the call is not insi
 or ``||``, and every condition, loop and early exit on the way to it (in its function and, for a
 ``__device__`` helper, at each of its call sites up to the kernels) is warp-uniform: it depends on
 blockIdx, blockDim, gridDim, kernel parameters, file-scope constants and the warp index
-(``threadIdx.x >> 5``, ``/ 32``, ``/ warpSize``; blocks are taken to be whole warps, as the full mask
+(``(threadIdx.x + whole warps) >> 5``, ``/ 32`` or ``/ warpSize``, whole warps being literals that
+are multiples of 32 or products with blockDim.x; blocks are taken to be whole warps, as the full mask
 already requires), never on the lane. ``__shfl_sync(MASK, v, src)`` (a broadcast: the
 slot of lane ``src & 31``) is rewritten the same way; ``return __shfl_sync(...);`` reads into
 ``kl_value`` before the second ``__syncwarp`` and returns it after. ``__shfl_up_sync`` and
