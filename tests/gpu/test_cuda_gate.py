@@ -124,3 +124,66 @@ def test_gate_jobs_give_their_device_memory_back(gpu_quick):
         assert run_gate(workload, load_kernel(workload, "plain"), options=gpu_quick).accepted
     gc.collect()
     assert torch.cuda.memory_allocated() - before < 64 << 20, "each job's arenas stay allocated"
+
+
+def _grid_stride_cases():
+    """(label, workload folder, kernel source path, direction) for every grid-stride rewrite."""
+    heldout = REPO / "examples" / "heldout" / "cuda"
+    cases = [(f"{p.name}/naive", p, p / "kernels" / "naive" / "kernel.cu", "insert") for p in CUDA_EXAMPLES
+             if p.name != "gemm_bf16"]
+    cases += [(f"heldout/{n}", heldout / n, heldout / n / "kernels" / "naive" / "kernel.cu", "insert")
+              for n in ("scale_flat", "stencil1d_cuda")]
+    cases += [(f"style/{p.parent.parent.name}/flat", REPO / "examples" / "workloads" / "cuda" /
+               p.parent.parent.name, p, "insert") for p in sorted(STYLES.glob("*/flat/kernel.cu"))]
+    cases += [(f"style/{p.parent.parent.name}/gridstride", REPO / "examples" / "workloads" / "cuda" /
+               p.parent.parent.name, p, "remove") for p in sorted(STYLES.glob("*/gridstride/kernel.cu"))]
+    cases.append(("heldout/rowmax_gridstride", heldout / "rowmax_gridstride",
+                  heldout / "rowmax_gridstride" / "kernels" / "naive" / "kernel.cu", "remove"))
+    cases.append(("heldout/scale_flat/expert", heldout / "scale_flat",  # its general kernel's loop
+                  heldout / "scale_flat" / "kernels" / "expert" / "kernel.cu", "remove"))
+    return cases
+
+
+GRID_STRIDE_CASES = _grid_stride_cases()
+
+
+@pytest.mark.parametrize(("label", "folder", "source", "direction"), GRID_STRIDE_CASES,
+                         ids=[case[0] for case in GRID_STRIDE_CASES])
+def test_grid_stride_rewrites_pass_the_gate(label, folder, source, direction, gpu_quick, tmp_path):
+    # Two blocks at most: every thread walks several elements, so a wrong stride or bound shows.
+    from klineage.source import insertion, removal_edits
+    from source._kernels import write_kernel
+
+    workload = load_workload(folder)
+    text = source.read_text()
+    if direction == "insert":
+        edit = insertion(text, "cuda", "grid_stride_loop", {"max_blocks": 2})
+    else:
+        (edit,) = [e for e in removal_edits(text, "cuda") if e.feature == "grid_stride_loop"]
+    kernel = write_kernel(tmp_path / "rewritten", workload, edit.new_source, "cuda", ())
+    report = run_gate(workload, kernel, options=gpu_quick)
+    assert report.verdict is Verdict.ACCEPTED, f"{label}: {report.reason}"
+
+
+_EXPERTS = sorted([*(REPO / "examples" / "workloads" / "cuda").glob("*/kernels/expert/kernel.cu"),
+                   *(REPO / "examples" / "heldout" / "cuda").glob("*/kernels/expert/kernel.cu")])
+SHUFFLE_CASES = [(f"{p.parts[-4]}/expert", p.parents[2], p, "expert") for p in _EXPERTS
+                 if "__shfl_" in p.read_text()]
+SHUFFLE_CASES += [(f"style/{p.parent.parent.name}/row_per_warp",
+                   REPO / "examples" / "workloads" / "cuda" / p.parent.parent.name, p, p.parent)
+                  for p in sorted(STYLES.glob("*/row_per_warp/kernel.cu"))]
+
+
+@pytest.mark.parametrize(("label", "folder", "source", "variant"), SHUFFLE_CASES,
+                         ids=[case[0] for case in SHUFFLE_CASES])
+def test_warp_shuffle_removal_passes_the_gate(label, folder, source, variant, gpu_quick, tmp_path):
+    # Every lane must read what its shuffle gave it: the removal is exact, so any error is a bug.
+    from klineage.source import removal_edits
+    from source._kernels import write_kernel
+
+    workload = load_workload(folder)
+    spec = load_kernel(workload, variant)
+    (edit,) = [e for e in removal_edits(source.read_text(), "cuda") if e.feature == "warp_shuffle_reduction"]
+    kernel = write_kernel(tmp_path / "exchange", workload, edit.new_source, "cuda", spec.flags)
+    report = run_gate(workload, kernel, options=gpu_quick)
+    assert report.verdict is Verdict.ACCEPTED, f"{label}: {report.reason}"

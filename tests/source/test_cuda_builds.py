@@ -3,6 +3,7 @@ the compiled-output evidence of the features it removes disappears."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 
@@ -26,14 +27,21 @@ def _hopper(monkeypatch):
 
 
 def test_every_cuda_expert_removal_compiles_and_loses_its_evidence(tmp_path):
+    # The held-out experts too: their shuffles are __shfl_down_sync butterflies, one of them
+    # over part of a warp's lanes.
+    experts = [(name, workload("cuda", name), source_of("cuda", name, "expert")[0])
+               for name in CUDA_WORKLOADS]
+    for folder in sorted(HELDOUT.glob("*/workload.toml")):
+        loaded = load_workload(folder.parent, quick=True)
+        experts.append((f"heldout-{folder.parent.name}", loaded,
+                        load_kernel(loaded, "expert").source.read_text()))
     jobs = []
-    for name in CUDA_WORKLOADS:
-        text, _ = source_of("cuda", name, "expert")
+    for name, loaded, text in experts:
         for edit in removal_edits(text, "cuda"):
             folder = tmp_path / name / edit.feature
-            jobs.append((name, edit, write_kernel(folder, workload("cuda", name), edit.new_source,
-                                                  "cuda", ())))
-    assert len(jobs) >= 30
+            jobs.append((name, edit, write_kernel(folder, loaded, edit.new_source, "cuda", ())))
+    assert len(jobs) >= 40
+    assert sum(edit.feature == "warp_shuffle_reduction" for _, edit, _ in jobs) == 6
 
     def build(job):
         removed = {job[1].feature, *job[1].params.get("also_removes", ())}
@@ -131,3 +139,35 @@ def test_every_cuda_style_builds_and_imports_only_what_the_gate_allows():
         assert built.ok, f"{spec.source}:\n{built.log[-2000:]}"
         assert forbidden_symbols(backend.imported_symbols(built.artifact), (),
                                  backend.denied_symbols, backend.allowed_symbols) == [], spec.source
+
+
+def test_grid_stride_and_shuffle_rewrites_of_naive_kernels_and_styles_compile(tmp_path):
+    # Both grid-stride directions: the insertion on every flat kernel (naive examples, held-out,
+    # flat styles), the removal on every removable grid-stride loop (the styles, the held-out naive
+    # kernel); and the shuffle removal on the row-per-warp styles (the experts': above).
+    styles = REPO / "tests" / "source" / "styles" / "cuda"
+    texts = [(f"{name}/naive", workload("cuda", name), source_of("cuda", name, "naive")[0])
+             for name in CUDA_WORKLOADS]
+    for folder in sorted(HELDOUT.glob("*/workload.toml")):
+        loaded = load_workload(folder.parent, quick=True)
+        naive = load_kernel(loaded, "naive").source.read_text()
+        texts.append((f"heldout:{folder.parent.name}", loaded, naive))
+    texts += [(f"style:{p.parent.parent.name}/{p.parent.name}", workload("cuda", p.parent.parent.name),
+               p.read_text()) for p in sorted(styles.glob("*/*/kernel.cu"))]
+    jobs = []
+    for label, loaded, text in texts:
+        edits = insertion_edits(text, "cuda", "grid_stride_loop")
+        edits += [e for e in removal_edits(text, "cuda")
+                  if e.feature in ("grid_stride_loop", "warp_shuffle_reduction")]
+        for edit in edits:
+            folder = tmp_path / re.sub(r"[/:]", "-", f"{label}-{edit.feature}-{edit.direction}")
+            jobs.append((label, edit, write_kernel(folder, loaded, edit.new_source, "cuda", ())))
+    assert sum(e.direction == "insert" for _, e, _ in jobs) >= 12
+    assert sum(e.feature == "grid_stride_loop" and e.direction == "remove" for _, e, _ in jobs) >= 6
+    assert sum(e.feature == "warp_shuffle_reduction" for _, e, _ in jobs) >= 4
+    builds = _two_at_a_time(lambda job: _built_with_evidence(
+        job[2], wanted=job[1].feature == "warp_shuffle_reduction"), jobs)
+    for (label, edit, _), (built, evidence) in zip(jobs, builds, strict=True):
+        assert built.ok, f"{label} {edit.direction}:\n{built.log[-2000:]}\n{edit.diff}"
+        # the butterfly and the broadcast both went
+        assert not evidence.get("warp_shuffle_reduction", False), label

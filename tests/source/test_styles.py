@@ -21,7 +21,8 @@ KERNELS = sorted(str(p.parent.relative_to(STYLES)) for p in STYLES.glob("*/*/*/k
 # to the outer block loop, and refuses a nest whose inner loop carries a pragma already
 CPU_PASSES = ("restrict", "omp_parallel", "cache_blocking", "omp_simd", "unroll", "loop_interchange")
 CUDA_PASSES = ("restrict", "vectorized_access", "launch_bounds", "unroll_pragma",
-               "fast_math_intrinsics", "read_only_cache", "smem_padding_or_swizzle")
+               "fast_math_intrinsics", "read_only_cache", "smem_padding_or_swizzle", "grid_stride_loop",
+               "warp_shuffle_reduction")
 
 _NOT_CANONICAL = "steps more than the counter (not OpenMP's canonical form"
 _NO_GAIN = "nothing to gain: the inner counter"
@@ -69,6 +70,17 @@ REFUSED = {
     **{(k, "read_only_cache"): "no const __restrict__ pointer parameter (restrict comes first"
        for k in KERNELS if k.startswith("cuda/")},
     **{(k, "smem_padding_or_swizzle"): "no unpadded 2-D __shared__ array"
+       for k in KERNELS if k.startswith("cuda/")},
+    # grid-stride loops only on flat one-element-per-thread kernels: not on block or warp rows,
+    # nor on a kernel striding already, nor on a 2-D grid
+    **{(k, "grid_stride_loop"): "no local set to blockIdx.x * blockDim.x + threadIdx.x"
+       for k in KERNELS if k.startswith("cuda/") and k.endswith(("/gridstride", "/row_per_warp"))},
+    **{(k, "grid_stride_loop"): "it uses __shared__ memory, a barrier or warp intrinsics"
+       for k in KERNELS if k.startswith("cuda/") and k.endswith("/row_per_block")},
+    ("cuda/silu_and_mul/row_per_block", "grid_stride_loop"): "no local set to blockIdx.x",
+    ("cuda/silu_and_mul/grid2d", "grid_stride_loop"): "its bounds check tests more than col",
+    # shuffles come back only from the shared-memory warp exchange their removal writes
+    **{(k, "warp_shuffle_reduction"): "no shared-memory warp exchange"
        for k in KERNELS if k.startswith("cuda/")},
 }
 

@@ -32,7 +32,7 @@ FAST_MATH = {  # intrinsic -> its plain (IEEE) form, as a format string over the
     "__powf": "powf({0}, {1})", "__fdividef": "{0} / {1}", "__frcp_rn": "1.0f / {0}",
     "__fsqrt_rn": "sqrtf({0})", "rsqrtf": "1.0f / sqrtf({0})",
 }
-_SHUFFLES = r"__shfl(_xor|_down|_up)?_sync|__reduce_(add|min|max|and|or|xor)_sync"
+SHUFFLES = r"__shfl(_xor|_down|_up)?_sync|__reduce_(add|min|max|and|or|xor)_sync"
 _MMA_CALLS = r"(nvcuda::)?(wmma::)?(mma_sync|load_matrix_sync|store_matrix_sync)|__hmma\w*"
 _PIPELINE_CALLS = r"__pipeline_memcpy_async|__pipeline_commit|__pipeline_wait_prior|" \
                   r"(cuda::)?memcpy_async|cp_async\w*"
@@ -112,8 +112,16 @@ def detect_smem_padding_or_swizzle(parsed: Parsed) -> list[FeatureHit]:
 
 
 def detect_warp_shuffle_reduction(parsed: Parsed) -> list[FeatureHit]:
-    return [hit(parsed, "warp_shuffle_reduction", c, callee_name(c), removable=False)
-            for c in calls(parsed.root, _SHUFFLES)]
+    """Every shuffle or warp-reduce call; removable where _shuffle's removal applies (the
+    detail says why not elsewhere)."""
+    from klineage.source._shuffle import shuffle_removal
+
+    hits = []
+    for call in calls(parsed.root, SHUFFLES):
+        plan = shuffle_removal(parsed, call)
+        detail = callee_name(call) + (f"; kept: {plan}" if isinstance(plan, str) else "")
+        hits.append(hit(parsed, "warp_shuffle_reduction", call, detail, removable=not isinstance(plan, str)))
+    return hits
 
 
 def _asm_hits(parsed: Parsed, feature: str, pattern: str, exclude: str | None = None) -> list[FeatureHit]:
@@ -150,7 +158,10 @@ def detect_fast_math_intrinsics(parsed: Parsed) -> list[FeatureHit]:
 
 
 def detect_grid_stride_loop(parsed: Parsed) -> list[FeatureHit]:
-    """Kernel loops whose stride is (or is a local computed from) gridDim."""
+    """Kernel loops whose stride is (or is a local computed from) gridDim; removable where
+    _insert_stride's removal applies (the detail says why not elsewhere)."""
+    from klineage.source._insert_stride import stride_removal
+
     hits = []
     for function in (f for f in function_definitions(parsed.root) if is_cuda_kernel(f)):
         for loop in for_loops(function):
@@ -159,8 +170,11 @@ def detect_grid_stride_loop(parsed: Parsed) -> list[FeatureHit]:
                 continue
             stride = update.child_by_field_name("right")
             if "gridDim" in _expand(parsed, function, stride):
-                hits.append(hit(parsed, "grid_stride_loop", loop, f"stride {parsed.text_of(stride)}",
-                                removable=False))
+                plan = stride_removal(parsed, loop)
+                detail = f"stride {parsed.text_of(stride)}" + (f"; kept: {plan}" if isinstance(plan, str)
+                                                                else "")
+                hits.append(hit(parsed, "grid_stride_loop", loop, detail,
+                                removable=not isinstance(plan, str)))
     return hits
 
 

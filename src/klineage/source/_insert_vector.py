@@ -511,9 +511,10 @@ def _mentions(node, name: str) -> list:
     return [n for n in walk(node) if n.type == "identifier" and n.text.decode() == name]
 
 
-def _flat(kernel: _Kernel) -> _Loop | Refused:
+def _flat(kernel: _Kernel, loops_ok: bool = False) -> _Loop | Refused:
     """The flat kernel: declarations, ``T i = <global index>;``, then ``if (i < BOUND [&& ...])
-    BODY`` as the last statement, or ``if (i >= BOUND [|| ...]) return;`` and BODY after it."""
+    BODY`` as the last statement, or ``if (i >= BOUND [|| ...]) return;`` and BODY after it.
+    BODY may hold loops only with ``loops_ok`` (the grid-stride insertion keeps them as they are)."""
     body = kernel.node.child_by_field_name("body")
     statements = [c for c in body.named_children if c.type != "comment"]
     at = next((k for k, st in enumerate(statements) if st.type == "declaration" and any(
@@ -560,7 +561,7 @@ def _flat(kernel: _Kernel) -> _Loop | Refused:
                 return Refused("the body has a break, return or goto")
             if node.type == "call_expression" and callee_name(node) == "__syncthreads":
                 return Refused("the body has a __syncthreads()")
-            if node.type in ("for_statement", "while_statement", "do_statement"):
+            if node.type in ("for_statement", "while_statement", "do_statement") and not loops_ok:
                 return Refused("the body holds a loop")
         if any(t is not None and t.text.decode() == index for _, t in writes(statement)):
             return Refused(f"the body assigns {index}")

@@ -26,9 +26,14 @@
                        tile, default 64) where the inner loop strides memory and the interchange's
                        dependence check proves the new order changes no result; an 'omp parallel
                        for' on the outer loop moves to the outer block loop (_insert_blocking.py).
+  grid_stride_loop     a flat one-element-per-thread kernel's bounds check becomes a loop striding
+                       by the grid's thread count, and its launches cap the grid at max_blocks
+                       (params: max_blocks, default 2048; _insert_stride.py: what it refuses).
+  warp_shuffle_reduction  the shared-memory warp exchange its removal writes becomes the
+                       __shfl_xor_sync / __shfl_down_sync / __shfl_sync again (_shuffle.py).
 Only an LLM brain can add: simd_intrinsics, packing, streaming_store, prefetch,
-shared_memory_tiling, warp_shuffle_reduction, cp_async_pipeline, tma, tensor_core_mma,
-grid_stride_loop, register_blocking and swizzles: each
+shared_memory_tiling, other warp reductions, cp_async_pipeline, tma, tensor_core_mma,
+register_blocking and swizzles: each
 needs new code whose shape depends on the algorithm, not a local rewrite.
 """
 
@@ -45,7 +50,9 @@ from klineage.source._insert_qualifiers import (
     insert_restrict,
     insert_smem_padding,
 )
+from klineage.source._insert_stride import insert_grid_stride_loop
 from klineage.source._insert_vector import insert_vectorized_access
+from klineage.source._shuffle import insert_warp_shuffle
 from klineage.source.model import Edit
 from klineage.source.parse import parse
 
@@ -62,6 +69,8 @@ INSERTERS = {
     "vectorized_access": insert_vectorized_access,
     "loop_interchange": insert_loop_interchange,
     "cache_blocking": insert_cache_blocking,
+    "grid_stride_loop": insert_grid_stride_loop,
+    "warp_shuffle_reduction": insert_warp_shuffle,
 }
 
 

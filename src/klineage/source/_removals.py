@@ -18,6 +18,8 @@ from klineage.source._detect_cpu import (
 from klineage.source._detect_cuda import FAST_MATH
 from klineage.source._fast_path import find_fast_path
 from klineage.source._insert_blocking import remove_cache_blocking
+from klineage.source._insert_stride import remove_grid_stride_loop
+from klineage.source._shuffle import remove_warp_shuffle
 from klineage.source.model import FeatureHit
 from klineage.source.parse import (
     Parsed,
@@ -252,4 +254,6 @@ REMOVERS = {
     "tma": remove_fast_path,
     "cp_async_pipeline": remove_fast_path,
     "cache_blocking": remove_cache_blocking,
+    "grid_stride_loop": remove_grid_stride_loop,
+    "warp_shuffle_reduction": remove_warp_shuffle,
 }

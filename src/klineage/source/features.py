@@ -67,7 +67,7 @@ CATALOGUE: dict[str, FeatureInfo] = {f.name: f for f in (
     _info("shared_memory_tiling", "memory", _CU, "tiles staged in __shared__ memory and reused by the "
           "block", False, False),
     _info("warp_shuffle_reduction", "compute", _CU, "reduction through __shfl_*_sync butterflies",
-          False, False, "SASS SHFL.*"),
+          True, True, "SASS SHFL.*"),
     _info("cp_async_pipeline", "pipeline", _CU, "asynchronous copies / mbarrier ring overlapping "
           "loads with compute", True, False, "SASS LDGSTS or SYNCS.* (mbarrier)"),
     _info("tma", "pipeline", _CU, "Tensor Memory Accelerator bulk tensor copies (cp.async.bulk.tensor)",
@@ -77,7 +77,7 @@ CATALOGUE: dict[str, FeatureInfo] = {f.name: f for f in (
     _info("fast_math_intrinsics", "tuning", _CU, "approximate math intrinsics (__expf, __fdividef, "
           "rsqrtf, __frcp_rn)", True, True),
     _info("grid_stride_loop", "parallelism", _CU, "persistent blocks striding over the work by "
-          "gridDim", False, False),
+          "gridDim", True, True),
     _info("register_blocking", "compute", _CU, "per-thread register tiles (arrays kept across passes)",
           False, False),
     _info("smem_padding_or_swizzle", "layout", _CU, "padded shared-memory rows (removable) or TMA/MMA "

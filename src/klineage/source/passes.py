@@ -28,10 +28,18 @@ Removal passes (deterministic; every site of the feature, nothing else):
                       helpers only they used are deleted. The edit carries the fast path's headline
                       feature (features.FAST_PATH_FEATURES); the others it removes are listed in
                       params['also_removes'].
+  grid_stride_loop    'for (i = <global index>; i < n; i += gridDim.x * blockDim.x) BODY' becomes
+                      'i = <global index>; if (i < n) BODY' and every launch of the kernel gets a
+                      grid of ceil(n / block) blocks, where n is clearly the launch's element count
+                      (_insert_stride.py: the loops it keeps, e.g. a block-stride loop over rows).
+  warp_shuffle_reduction  each full-warp __shfl_xor_sync / __shfl_down_sync / __shfl_sync becomes the
+                      same exchange through a per-thread __shared__ slot between two __syncwarp(),
+                      where the call is proved to be reached by whole warps (_shuffle.py).
 Not removable by a rule (an LLM brain must rewrite code): loop_interchange (it has an insertion,
 _insert_interchange.py, but no detector), cache_blocking other than the tiled nest above, packing,
-shared_memory_tiling, warp_shuffle_reduction, grid_stride_loop, register_blocking, manual
-unrolling, unguarded intrinsics, and fast-path features without a general kernel.
+shared_memory_tiling, register_blocking, manual unrolling, unguarded intrinsics, fast-path
+features without a general kernel, grid-stride loops outside the shape above, __shfl_up_sync
+and __reduce_*_sync.
 """
 
 from __future__ import annotations
@@ -83,6 +91,7 @@ _PASS_NAMES = {
     "read_only_cache": "ldg_to_plain_loads", "launch_bounds": "drop_launch_bounds",
     "fast_math_intrinsics": "fast_math_to_ieee", "smem_padding_or_swizzle": "drop_smem_padding",
     "cache_blocking": "unblock_loop_nest",
+    "grid_stride_loop": "grid_stride_to_bounds_check", "warp_shuffle_reduction": "shuffle_to_shared_exchange",
 }
 
 

@@ -6,6 +6,7 @@ finds the expert's value.
   omp_parallel           schedule      static, dynamic  the expert's schedule(...) clause
   cache_blocking         tile          32, 64, 128      the value of the #define (or const) that
                                                         a block loop steps by
+  grid_stride_loop       max_blocks    1024, 2048, 4096 (not mined: the cap sits in the launch)
 
 klineage materializes a card with the values its expert used (the card's ``rewrite.params``),
 then tries the neighbouring values of each (the two-stage tuner: mined values first, a small
@@ -26,10 +27,12 @@ TUNABLES: dict[str, dict[str, tuple[Any, ...]]] = {
     "vectorized_access": {"vector_bytes": (8, 16)},
     "omp_parallel": {"schedule": ("static", "dynamic")},
     "cache_blocking": {"tile": (32, 64, 128)},
+    "grid_stride_loop": {"max_blocks": (1024, 2048, 4096)},
 }
 DEFAULTS: dict[str, dict[str, Any]] = {
     "unroll": {"factor": 4}, "unroll_pragma": {"factor": 4}, "vectorized_access": {"vector_bytes": 16},
     "omp_parallel": {"schedule": "static"}, "cache_blocking": {"tile": 64},
+    "grid_stride_loop": {"max_blocks": 2048},
 }
 _TYPE_BYTES = {"float": 4, "int": 4, "uint": 4, "longlong": 8, "ulonglong": 8, "double": 8}
 
