@@ -373,3 +373,14 @@ def test_omp_simd_reads_an_if_guarded_max_as_a_max_reduction(body, clause):
         assert edits == []
     else:
         assert f"#pragma omp simd{clause}\n" in edits[0].new_source
+
+
+def test_a_removal_records_only_tunables_for_the_carrier():
+    # The vectorized fast path takes its register tile along (also_removes); that list rode into
+    # the card's rewrite params and every tune: key of the H200 bench.
+    from klineage.source.tunables import tunables_of
+
+    text, _ = source_of("cuda", "row_sum", "expert")
+    (edit,) = [e for e in removal_edits(text, "cuda") if e.feature == "vectorized_access"]
+    assert edit.params["also_removes"] == ["register_blocking"]
+    assert tunables_of(edit.feature, edit.params) == {"vector_bytes": 16}

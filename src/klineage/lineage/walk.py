@@ -29,6 +29,7 @@ from klineage.lineage.model import (
 )
 from klineage.runs import RunDir
 from klineage.source import CATALOGUE, DEPENDS_ON, present
+from klineage.source.tunables import tunables_of
 from klineage.workload import KernelState, Workload
 
 __all__ = ["WalkLimits", "backward_walk"]
@@ -101,7 +102,7 @@ class _Walk:
             removal_diff=edit.diff if edit else "",
             sites=[SiteRecord(start_line=s.start_line, end_line=s.end_line, text=s.text,
                               scope=s.scope) for s in (edit.sites if edit else ())],
-            tunables=dict(edit.params) if edit else {},
+            tunables=tunables_of(feature, edit.params) if edit else {},
             faster_ms=_ms(comparison.candidate_median_s), simpler_ms=_ms(comparison.baseline_median_s),
             speedup=1 / comparison.ratio, speedup_ci=(1 / comparison.ci_high, 1 / comparison.ci_low),
             features_before=sorted(present(current.source, current.language)),

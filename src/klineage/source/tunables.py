@@ -19,7 +19,7 @@ import random
 import re
 from typing import Any
 
-__all__ = ["TUNABLES", "drawn", "mined", "neighbours"]
+__all__ = ["TUNABLES", "drawn", "mined", "neighbours", "tunables_of"]
 
 TUNABLES: dict[str, dict[str, tuple[Any, ...]]] = {
     "unroll": {"factor": (2, 4, 8)},
@@ -53,6 +53,12 @@ def neighbours(feature: str, params: dict[str, Any]) -> list[dict[str, Any]]:
 def drawn(feature: str, rng: random.Random) -> dict[str, Any]:
     """One value of each tunable at random (the ``none`` baseline's parameters)."""
     return {name: rng.choice(choices) for name, choices in TUNABLES.get(feature, {}).items()}
+
+
+def tunables_of(feature: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The tunables among an edit's ``params`` (a removal's also carry ``also_removes``, which is
+    no value a pass takes: a card's carrier and its sweep keys showed it)."""
+    return {k: v for k, v in params.items() if k in TUNABLES.get(feature, {})}
 
 
 def mined(feature: str, texts: list[str]) -> dict[str, Any]:
