@@ -384,3 +384,50 @@ def test_a_removal_records_only_tunables_for_the_carrier():
     (edit,) = [e for e in removal_edits(text, "cuda") if e.feature == "vectorized_access"]
     assert edit.params["also_removes"] == ["register_blocking"]
     assert tunables_of(edit.feature, edit.params) == {"vector_bytes": 16}
+
+
+def _softmax_with_threads_only():
+    """The softmax expert with every removable feature but its threads removed, and its flags."""
+    text, spec = source_of("cpu", "softmax", "expert")
+    flags = spec.flags
+    while True:
+        edits = [e for e in removal_edits(text, "c", flags) if e.feature != "omp_parallel"]
+        if not edits:
+            return text, flags
+        text, flags = edits[0].new_source, apply_flags(flags, edits[0])
+
+
+def test_omp_parallel_makes_the_block_around_a_scratch_row_the_parallel_region(tmp_path, quick):
+    # softmax's row loop passes a scratch row malloc'd before it: threading the loop alone would
+    # share it (refused), so its re-derivation never reproduced and softmax gave no threads card.
+    threaded, flags = _softmax_with_threads_only()
+    (removal,) = [e for e in removal_edits(threaded, "c", flags) if e.feature == "omp_parallel"]
+    again = insertion(removal.new_source, "c", "omp_parallel", {"flags": apply_flags(flags, removal)})
+    assert again.new_source == threaded, "the expert's region, for and atomic write, exactly"
+    assert again.params["pragma"] == "omp parallel + omp for schedule(static)"
+    kernel = write_kernel(tmp_path / "region", workload("cpu", "softmax"), again.new_source, "c",
+                          apply_flags(apply_flags(flags, removal), again))
+    report = run_gate(workload("cpu", "softmax"), kernel, options=replace(quick, profile=False))
+    assert report.verdict is Verdict.ACCEPTED, report.reason
+
+
+@pytest.mark.parametrize("extra", [
+    "memset(y, 0, 4);",  # every thread would clear the shared output
+    "err += 1;",  # a read-modify-write of a flag from outside: a race
+    "for (int k = 0; k < 2; k++) err = 0;",  # another loop would run once per thread
+])
+def test_omp_parallel_refuses_a_region_that_would_share_work(extra):
+    text = ("#include <stdlib.h>\n#include <string.h>\n#include <stdint.h>\n"
+            "static void row(const float* x, float* e, float* y, int64_t n) {\n"
+            "  for (int64_t t = 0; t < n; t++) { e[t] = x[t]; y[t] = e[t]; }\n}\n"
+            "int kl_launch(const void* const* inputs, void* const* outputs, const int64_t* axes,\n"
+            "              const double* params, void* stream) {\n"
+            "  const float* x = (const float*)inputs[0];\n  float* y = (float*)outputs[0];\n"
+            "  const int64_t M = axes[0], N = axes[1];\n  int err = 0;\n  {\n"
+            "    float* e = (float*)malloc((size_t)N * sizeof(float));\n"
+            f"    {extra}\n"
+            "    for (int64_t i = 0; i < M; i++) row(x + i * N, e, y + i * N, N);\n"
+            "    free(e);\n  }\n  return err;\n}\n")
+    assert isinstance(insertion(text, "c", "omp_parallel"), Refused)
+    plain = text.replace(f"    {extra}\n", "    if (!e) err = 1;\n")
+    assert not isinstance(insertion(plain, "c", "omp_parallel"), Refused), "the same block, threadable"
