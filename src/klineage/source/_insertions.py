@@ -5,7 +5,9 @@
                        input and output buffers never alias).
   omp_parallel         '#pragma omp parallel for schedule(static)' on the outermost loop of the
                        deepest loop nest, when its counter is declared in the loop and it assigns
-                       no scalar declared outside it (+ -fopenmp).
+                       no scalar declared outside it (+ -fopenmp); a loop that shares only what its
+                       bare block declares (a malloc'd scratch row) gets that block as the parallel
+                       region ('omp parallel' + 'omp for', an atomic write on a constant flag store).
   omp_simd             '#pragma omp simd' on innermost loops with no break/return, no scalar written
                        from outside except 's += ...' sums (reduction(+:s)) and max/min reductions
                        ('m = v > m ? v : m', 'm = fmaxf(m, v)', 'if (v > m) m = v;'), and every
