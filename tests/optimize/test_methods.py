@@ -183,3 +183,15 @@ def test_none_draws_each_passs_parameters_at_random_from_its_seed():
         return unroll.proposal.edit.params["factor"]
     assert factor(5) == factor(5)
     assert {factor(s) for s in range(10)} == {2, 4, 8}
+
+
+def test_klineage_tries_passes_measured_faster_elsewhere_before_retuning_a_card():
+    # The demo's 4-run budget: the threads card, then its schedule retuned (1.16x slower), then
+    # restrict; omp simd, which the mines measured faster, never came, and memory's kernel won.
+    findings = [_found("omp_simd", "faster", 1.3), _found("restrict", "no_effect", 1.0)]
+    found = _candidates("klineage", MethodInputs(cards=[card("unroll", params={"factor": 4})],
+                                                 findings=findings))
+    kinds = [(c.key.split(":")[0], c.feature) for c in found]
+    assert kinds[:4] == [("skill", "unroll"), ("feature", "omp_simd"), ("tune", "unroll"),
+                         ("tune", "unroll")], kinds
+    assert ("feature", "restrict") in kinds[4:], "the other passes still come, after the sweep"
