@@ -431,3 +431,16 @@ def test_omp_parallel_refuses_a_region_that_would_share_work(extra):
     assert isinstance(insertion(text, "c", "omp_parallel"), Refused)
     plain = text.replace(f"    {extra}\n", "    if (!e) err = 1;\n")
     assert not isinstance(insertion(plain, "c", "omp_parallel"), Refused), "the same block, threadable"
+
+
+def test_omp_parallel_refuses_a_region_whose_loop_carries_a_scalar_of_the_block():
+    # 'prev' would restart at 0 in every thread's first row: each thread's chunk would be wrong.
+    text = ("#include <stdint.h>\n"
+            "int kl_launch(const void* const* inputs, void* const* outputs, const int64_t* axes,\n"
+            "              const double* params, void* stream) {\n"
+            "  const float* x = (const float*)inputs[0];\n  float* y = (float*)outputs[0];\n"
+            "  const int64_t M = axes[0];\n  {\n    float prev = 0.0f;\n"
+            "    for (int64_t i = 0; i < M; i++) { y[i] = x[i] + prev; prev = x[i]; }\n  }\n"
+            "  return 0;\n}\n")
+    refused = insertion(text, "c", "omp_parallel")
+    assert isinstance(refused, Refused) and "writes prev" in refused.reason

@@ -155,9 +155,11 @@ def _region(parsed: Parsed, loop, in_block: set[bytes], taken: list):
     if sum(n.type in ("for_statement", "while_statement", "do_statement") for n in walk(block)) \
             != sum(n.type in ("for_statement", "while_statement", "do_statement") for n in walk(loop)):
         return None  # another loop in the block would run once per thread
-    if _why_not_parallel(loop, in_block, private=_locals_of(block)) is not None:
-        return None
     own, stores = _locals_of(block), []
+    if _why_not_parallel(loop, in_block, private=own) is not None:
+        return None
+    if {name for _, name in _scalar_writes(loop)} & (own - _locals_of(loop)):
+        return None  # a scalar of the block the loop writes carries from one iteration to the next
     function = next(a for a in ancestors(block) if a.type == "function_definition")
     shared = _mutable_pointers(function) - own
     for statement in (c for c in block.named_children if c != loop):
