@@ -49,12 +49,16 @@ def test_klineage_with_an_llm_spends_its_budget_single_cards_retry_together_impr
     assert tasks[0] == tasks[1] == "# Task: apply a skill card: unroll"
     assert "compile_error: compile:" in prompts[1] and "Your last attempt, as a diff" in prompts[1]
     assert "compile_error" not in prompts[0]
-    assert "# Task: apply these skill cards together" in tasks
+    steps = result.record["steps"]
+    # The cards together come when two or more still apply to the best kernel. restrict has no
+    # measurable effect on dot; when noise calls it faster it is kept, and then only the failed
+    # unroll card still applies (one fresh-clone run out of several did so).
+    if not any(s["kept"] and s["feature"] == "restrict" for s in steps):
+        assert "# Task: apply these skill cards together" in tasks
     improving = [p for p in prompts if p.startswith("# Task: make this kernel faster")]
     assert improving, tasks
     # improvements from the best kernel carry the cards that still apply, every field of them
     assert all("Verified skill cards that apply" in p or "No skill card applies" in p for p in improving)
-    steps = result.record["steps"]
     assert [s["verdict"] for s in steps][:1] == ["compile_error"]
     assert any(s["kept"] for s in steps) and result.best_speedup > 1
     # every later prompt reports the gate's standing on the current kernel
