@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import platform
 import subprocess
@@ -98,7 +99,13 @@ def fmt_clock(clock: ClockCheck | None) -> str:
 
 
 def write_result(name: str, text: str) -> Path:
+    """A new file under benchmarks/results/: a second result of the day gets -2, -3, ..., so
+    no run overwrites a table already kept (a smoke run once replaced a committed one)."""
     day = datetime.now(UTC).strftime("%Y-%m-%d")
     path = REPO / "benchmarks" / "results" / f"{name}-{day}.md"
+    for count in itertools.count(2):
+        if not path.exists():
+            break
+        path = path.with_name(f"{name}-{day}-{count}.md")
     path.write_text(text)
     return path

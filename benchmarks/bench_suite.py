@@ -11,18 +11,23 @@ with machine and date.
     python benchmarks/bench_suite.py --suite cuda --library LIB --memory MEM --methods klineage,none,memory
     python benchmarks/bench_suite.py --suite cuda --workdir W --prepare-only   # library + memory in W,
         # for a later call with --library W/library --memory W/memory (one device call each)
+    python benchmarks/bench_suite.py --suite cuda --resume W/runs/<bench run>   # a stopped bench
+
+Killed and started again with the same --workdir, the preparation keeps every finished mine and
+resumes the one it stopped in (on a lent device, each call has its own time limit).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import tempfile
 from pathlib import Path
 
 from _bench import REPO, header, markdown_table, write_result
 
-from klineage.bench import bench
+from klineage.bench import BenchResult, bench, resume_bench
 from klineage.gate import GateOptions
 from klineage.mine import MineOptions, mine
 from klineage.optimize import OptimizeOptions
@@ -42,10 +47,23 @@ def build_library(suite: Path, target: Path, scratch: Path, quick: bool, gate: G
         if only and path.name not in only:
             continue
         workload = load_workload(path, quick=quick)
-        print(f"mining {workload.name} ...", flush=True)
-        runs.append(mine(workload, load_kernel(workload, "expert"), scratch / "mine-runs", target,
-                         MineOptions(gate=gate)).run.path)
+        earlier = _earlier_mine(scratch / "mine-runs", workload.name)
+        if earlier is not None and (earlier / "summary.json").is_file():
+            print(f"{workload.name}: mined before ({earlier.name}), kept", flush=True)
+            runs.append(earlier)
+            continue
+        print(f"{'resuming the mine of' if earlier else 'mining'} {workload.name} ...", flush=True)
+        runs.append(mine(workload, None if earlier else load_kernel(workload, "expert"),
+                         scratch / "mine-runs", target, MineOptions(gate=gate), resume=earlier).run.path)
     return runs
+
+
+def _earlier_mine(root: Path, name: str) -> Path | None:
+    """The mine run of workload ``name`` an earlier call of this script left in ``root``."""
+    for run in sorted(root.glob(f"*-mine-{name}-*")):
+        if json.loads((run / "run.json").read_text()).get("name") == name:
+            return run
+    return None
 
 
 def _x(value: float | None) -> str:
@@ -94,38 +112,56 @@ def main() -> None:
                         help="where the library, memory and runs go (default: a new temporary folder)")
     parser.add_argument("--prepare-only", action="store_true",
                         help="stop once the library and the memory are built")
+    parser.add_argument("--resume", type=Path, default=None,
+                        help="continue this stopped bench run (its suite, methods and library)")
+    parser.add_argument("--heldout", action="store_true",
+                        help="bench examples/heldout/<suite> (never mined) instead of the mined suite")
     args = parser.parse_args()
+    name = ("heldout-" if args.heldout else "") + args.suite
+    gate = GateOptions(trials=5, compare_s=args.compare_s)  # one gate for mining, memory and bench
+    say = lambda line: print(line, flush=True)  # noqa: E731
+    if args.resume:  # the bench's own suite, methods, library, memory, seed and budget
+        finish(resume_bench(args.resume, options=OptimizeOptions(gate=gate), say=say), name)
+        return
     examples = REPO / "examples" / "workloads" / args.suite
     scratch = args.workdir or Path(tempfile.mkdtemp(prefix="klineage-bench-"))
     scratch.mkdir(parents=True, exist_ok=True)
-    gate = GateOptions(trials=5, compare_s=args.compare_s)  # one gate for mining, memory and bench
     library, memory = args.library, args.memory
     if library is None:
         library = scratch / "library"
         mine_runs = build_library(examples, library, scratch, args.quick, gate,
                                   [m for m in args.mine.split(",") if m])
         if "memory" in args.methods.split(",") and memory is None:
-            print("building the memory baseline's store ...", flush=True)
             memory = scratch / "memory"
-            build_memory([mine_spent(p) for p in mine_runs], OptimizeOptions(gate=gate),
-                         scratch / "memory-runs", memory, say=lambda s: print(f"memory: {s}", flush=True))
+            if (memory / "memory.json").is_file():
+                print(f"memory: built before ({memory}), kept", flush=True)
+            else:
+                print("building the memory baseline's store ...", flush=True)
+                build_memory([mine_spent(p) for p in mine_runs], OptimizeOptions(gate=gate),
+                             scratch / "memory-runs", memory, say=lambda s: say(f"memory: {s}"))
     if args.prepare_only:
         print(f"library: {library}\nmemory: {memory}")
         return
-    suite = examples
+    benched = REPO / "examples" / ("heldout" if args.heldout else "workloads") / args.suite
+    suite = benched
     if args.only:
         suite = scratch / "suite"
         suite.mkdir()
-        for name in args.only.split(","):
-            shutil.copytree(examples / name, suite / name)
+        for workload in args.only.split(","):
+            shutil.copytree(benched / workload, suite / workload)
     options = OptimizeOptions(budget=Budget.parse(args.budget), memory=memory, gate=gate)
-    result = bench(suite, Library.open(library), args.methods.split(","), options,
-                   repeats=args.repeats, runs_root=scratch / "runs",
-                   say=lambda s: print(s, flush=True), quick=args.quick)
-    text = render(result.record, library, memory, args.suite + (" (quick sizes)" if args.quick else ""))
+    finish(bench(suite, Library.open(library), args.methods.split(","), options, repeats=args.repeats,
+                 runs_root=scratch / "runs", say=say, quick=args.quick), name)
+
+
+def finish(result: BenchResult, name: str) -> None:
+    """The table of a finished bench, printed and written to benchmarks/results/."""
+    meta = json.loads((result.run.path / "run.json").read_text())
+    text = render(result.record, meta["library"], meta.get("memory"),
+                  name + (" (quick sizes)" if meta["sizing"] == "quick" else ""))
     print(text)
     print(f"bench.json: {result.run.path / 'bench.json'}")
-    print(f"written to {write_result(f'bench_{args.suite}', text)}")
+    print(f"written to {write_result(f'bench_{name}', text)}")
 
 
 if __name__ == "__main__":

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from klineage.bench import bench, budget_to_fraction, leave_one_out, without_workload
-from klineage.errors import ConfigError
+from klineage.bench import bench, budget_to_fraction, leave_one_out, resume_bench, without_workload
+from klineage.errors import ConfigError, RunStopped
 from klineage.optimize import OptimizeOptions
 from klineage.optimize.memory import MemoryStore, Observation
 from klineage.runs import Budget
@@ -77,6 +77,39 @@ def test_methods_that_reach_the_same_kernel_get_the_same_judged_number(suite, tm
     assert first["run_speedup"] > 1 and second["run_speedup"] > 1, "each run's own number is kept"
 
 
+def test_a_stopped_bench_resumes_keeping_every_judged_workload(tmp_path, quick):
+    """Stopped (here by Ctrl-C) inside its second workload, a bench keeps the first one's rows
+    and reruns only the workload it stopped in, with its own methods and seed."""
+    root = tmp_path / "suite"
+    for name in ("dot", "scale"):
+        shutil.copytree(FIXTURES / name, root / name)
+    options = OptimizeOptions(budget=Budget.parse("gate_runs=1"), gate=quick)
+
+    def stop_in_scale(line: str) -> None:
+        if line.startswith("scale · none"):
+            raise KeyboardInterrupt
+
+    with pytest.raises(RunStopped, match="klineage bench --resume") as stopped:
+        bench(root, None, ["none", "rules-table"], options, runs_root=tmp_path / "runs", seed=5,
+              say=stop_in_scale)
+    assert stopped.value.interrupted
+    (path,) = (tmp_path / "runs").iterdir()
+    assert not (path / "bench.json").exists()
+    before = {p.name for p in (path / "runs").iterdir()}
+    assert sum("-optimize-dot-" in name for name in before) == 2
+    said = []
+    result = resume_bench(path, options=OptimizeOptions(gate=quick), say=said.append)
+    assert "dot: every run done before the stop, kept" in said
+    new = {p.name for p in (path / "runs").iterdir()} - before
+    assert len(new) == 2 and all("-optimize-scale-" in name for name in new)
+    rows = [(r["workload"], r["method"], r["seed"]) for r in result.record["results"]]
+    assert rows == [("dot", "none", 5), ("dot", "rules-table", 5),
+                    ("scale", "none", 5), ("scale", "rules-table", 5)]
+    assert result.record["budget"] == "gate_runs=1"
+    with pytest.raises(ConfigError, match="this bench finished"):
+        resume_bench(path, options=OptimizeOptions(gate=quick))
+
+
 def test_unknown_method_is_a_user_error(suite, tmp_path):
     with pytest.raises(ConfigError, match="unknown fast"):
         bench(suite, None, ["fast"], OptimizeOptions(budget=Budget.parse("gate_runs=1")),
@@ -136,6 +169,12 @@ def test_bench_cli_json_and_table(tmp_path):
     assert row["reason"] == "budget reached: gate runs 1 of 1" and row["speedup_vs_start"] == 1.0
     table = CliRunner().invoke(app, [*args, "--methods", "none,bogus"])
     assert table.exit_code == 2 and "unknown bogus" in table.output
+    finished = next((tmp_path / "runs").iterdir())
+    for wrong in (["bench"], ["bench", str(FIXTURES / "dot"), "--resume", str(finished)]):
+        refused = CliRunner().invoke(app, wrong)
+        assert refused.exit_code == 2 and "give a SUITE, or --resume RUN" in refused.output
+    again = CliRunner().invoke(app, ["bench", "--resume", str(finished)])
+    assert again.exit_code == 2 and "this bench finished" in again.output
 
 
 def test_the_demo_table_says_when_two_methods_reached_the_same_kernel():

@@ -5,6 +5,11 @@ Per run, the method sees only what leave-one-out allows (``_fairness``) and a fr
 klineage method writes its trials into a private copy of the filtered library, so runs stay
 independent. A run whose start kernel fails the gate, or that raises a klineage error, is
 ``failed`` and scores the start kernel (1.0×) in every geometric mean.
+
+A bench stopped before its end (Ctrl-C, a kill, a machine too loaded to time on, a brain that
+cannot go on) is kept: ``resume_bench`` continues it. The rows of every (workload, repeat) whose
+methods were all run and judged are in the log and are kept; the (workload, repeat) it stopped in
+is run again from its start, because its methods are judged side by side, together.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import math
 import os
 import platform
 import secrets
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -22,16 +28,16 @@ from typing import Any, Literal
 from klineage.backends import backend_for
 from klineage.bench._fairness import leave_one_out, suite_workloads
 from klineage.bench.records import BenchRecord
-from klineage.errors import ConfigError, KlineageError, MachineLoadedError
+from klineage.errors import BrainError, ConfigError, KlineageError, MachineLoadedError, RunStopped
 from klineage.gate import GateOptions
 from klineage.optimize import DEFAULT_BUDGET, METHODS, OptimizeOptions, optimize
 from klineage.optimize.memory import MemoryStore
 from klineage.optimize.records import CORRECT, NO_KERNEL
-from klineage.runs import Event, Run, RunMeta
+from klineage.runs import Event, Run, RunMeta, check_resume
 from klineage.skills.library import Library
 from klineage.workload import KernelState, Workload, load_kernel, load_workload
 
-__all__ = ["BenchMeta", "BenchResult", "bench", "budget_to_fraction", "summarize"]
+__all__ = ["BenchMeta", "BenchResult", "bench", "budget_to_fraction", "resume_bench", "summarize"]
 
 SayFn = Callable[[str], None]
 FAILED_SCORE = 1.0
@@ -43,6 +49,10 @@ class BenchMeta(RunMeta):
     methods: list[str]
     repeats: int
     seed: int
+    start: str = "naive"
+    expert: str = "expert"
+    memory: str | None = None
+    """The memory method's store, so a resume reads the same one."""
 
 
 class BenchRowDone(Event):
@@ -91,57 +101,108 @@ def bench(suite: Path, library: Library | None, methods: list[str],
     if "memory" in methods and options.memory is None:
         raise ConfigError("--methods memory needs the memory's own store: --memory DIR (build it "
                           "with `klineage memory build --like MINE_RUN ...`)")
-    memory = MemoryStore.load(options.memory) if options.memory else None
-    say = say or (lambda _: None)
     folders = suite_workloads(suite)
     full_only = [f.name for f in folders if quick and not load_workload(f, quick=True).quick]
     if full_only:
         raise ConfigError(f"--quick: {', '.join(full_only)} declare no [quick_axes]; bench without "
                           f"--quick")
-    budget, brain = options.budget or DEFAULT_BUDGET, options.brain
-    options = replace(options, budget=budget)
-    base_seed = seed if seed is not None else secrets.randbits(20)
+    memory = MemoryStore.load(options.memory) if options.memory else None
+    options = replace(options, budget=options.budget or DEFAULT_BUDGET)
     run = Run.create(runs_root, BenchMeta(
-        name=suite.name, suite=str(suite), methods=methods, budget=budget, brain=brain,
-        repeats=repeats, seed=base_seed, sizing="quick" if quick else "full",
-        library=str(library.root) if library else None), say=say)
+        name=suite.name, suite=str(suite), methods=methods, budget=options.budget, brain=options.brain,
+        repeats=repeats, seed=seed if seed is not None else secrets.randbits(20),
+        sizing="quick" if quick else "full", library=str(library.root) if library else None,
+        start=start, expert=expert, memory=str(options.memory) if options.memory else None), say=say)
+    return _run_grid(run, folders, library, options, memory, done=[])
+
+
+def resume_bench(path: Path, library: Library | None = None, options: OptimizeOptions | None = None,
+                 say: SayFn | None = None) -> BenchResult:
+    """Continue a stopped bench with its own suite, methods, repeats, seed, sizing, start and
+    expert variants, library and memory. ``options`` gives the gate and, if set, a new budget for
+    the runs still to come (logged); ``library``, if given, must be the run's own."""
+    options = options or OptimizeOptions()
+    meta = check_resume(path, BenchMeta, brain=options.brain,
+                        library=library.root if library else None)
+    if library is None and meta.library:
+        library = Library.open(Path(meta.library))
+    memory_path = options.memory or (Path(meta.memory) if meta.memory else None)
+    if "memory" in meta.methods and memory_path is None:
+        raise ConfigError(f"{path}: this bench runs the memory method and recorded no store; resume "
+                          f"it with --memory DIR")
+    memory = MemoryStore.load(memory_path) if memory_path else None
+    run = Run.resume(path, meta, options.budget, say)
+    options = replace(options, budget=run.record.budget, memory=memory_path)
+    done = [event.result for event in run.events(BenchRowDone)]
+    if run.events(BenchFinished):
+        raise ConfigError(f"{path}: this bench finished; its table is in {path / 'bench.json'}")
+    return _run_grid(run, suite_workloads(Path(meta.suite)), library, options, memory, done)
+
+
+def _run_grid(run: Run, folders: list[Path], library: Library | None, options: OptimizeOptions,
+              memory: MemoryStore | None, done: list[dict[str, Any]]) -> BenchResult:
+    meta, say = run.record, run.say
+    assert isinstance(meta, BenchMeta)
+    quick = meta.sizing == "quick"
     cards = library.cards() if library is not None else []
     findings = library.findings() if library is not None else []
+    kept = {(r["workload"], r["repeat"]): [] for r in done}
+    for row in done:
+        kept[row["workload"], row["repeat"]].append(row)
     results = []
-    for folder in folders:
-        workload = load_workload(folder, quick=quick)
-        start_spec = load_kernel(workload, start)
-        reference = _expert_times(run, workload, start_spec, expert, options.gate, say)
-        inputs = leave_one_out(cards, workload, folders, memory, findings)
-        for repeat in range(repeats):
-            run_seed = base_seed + repeat
-            rows = []
-            for method in methods:
-                say(f"{workload.name} · {method} · repeat {repeat + 1}/{repeats}")
-                private = _private_library(run, workload.name, method, repeat, inputs.cards)
-                try:
-                    outcome = optimize(workload, start_spec, private,
-                                       replace(options, method=method, seed=run_seed),
-                                       runs_root=run.path / "runs", say=say, inputs=inputs)
-                    row = _row(outcome.record, str(outcome.run.path), reference)
-                except MachineLoadedError:
-                    raise  # noise is no failure of the method: the bench stops instead
-                except KlineageError as exc:
-                    row = _failed_row(str(exc), reference)
-                row.update(method=method, workload=workload.name, repeat=repeat, seed=run_seed)
-                rows.append(row)
-            _judge_side_by_side(run, workload, start_spec, rows, reference, options.gate, say)
-            for row in rows:
-                run.log(BenchRowDone(result=row))
-            results.extend(rows)
-    record = {"suite": str(suite), "methods": methods, "budget": budget.describe(),
-              "repeats": repeats, "machine": _machine(folders), "date": datetime.now(UTC).isoformat(
-                  timespec="seconds"), "brain": brain, "seed": base_seed,
-              "results": results, "summary": summarize(results, methods)}
+    with run.stoppable(f"klineage bench --resume {run.path}"):
+        for folder in folders:
+            workload = load_workload(folder, quick=quick)
+            if all(len(kept.get((workload.name, r), [])) == len(meta.methods)
+                   for r in range(meta.repeats)):
+                say(f"{workload.name}: every run done before the stop, kept")
+                results.extend(row for r in range(meta.repeats) for row in kept[workload.name, r])
+                continue
+            start_spec = load_kernel(workload, meta.start)
+            reference = _expert_times(run, workload, start_spec, meta.expert, options.gate, say)
+            inputs = leave_one_out(cards, workload, folders, memory, findings)
+            for repeat in range(meta.repeats):
+                if len(kept.get((workload.name, repeat), [])) == len(meta.methods):
+                    results.extend(kept[workload.name, repeat])
+                    continue
+                rows = _repeat(run, workload, start_spec, library, options, inputs, reference, repeat)
+                for row in rows:
+                    run.log(BenchRowDone(result=row))
+                results.extend(rows)
+    record = {"suite": meta.suite, "methods": meta.methods, "budget": options.budget.describe(),
+              "repeats": meta.repeats, "machine": _machine(folders), "date": datetime.now(UTC).isoformat(
+                  timespec="seconds"), "brain": meta.brain, "seed": meta.seed,
+              "results": results, "summary": summarize(results, meta.methods)}
     record = BenchRecord.model_validate(record).model_dump(mode="json")
     run.write_json("bench.json", record)
     run.log(BenchFinished())
     return BenchResult(run, record)
+
+
+def _repeat(run: Run, workload: Workload, start_spec: Any, library: Library | None,
+            options: OptimizeOptions, inputs: Any, reference: _Expert, repeat: int) -> list[dict[str, Any]]:
+    """Every method once on one workload, then their best kernels judged side by side."""
+    meta = run.record
+    assert isinstance(meta, BenchMeta)
+    run_seed, rows = meta.seed + repeat, []
+    for method in meta.methods:
+        run.say(f"{workload.name} · {method} · repeat {repeat + 1}/{meta.repeats}")
+        private = _private_library(run, workload.name, method, repeat, inputs.cards)
+        try:
+            outcome = optimize(workload, start_spec, private,
+                               replace(options, method=method, seed=run_seed),
+                               runs_root=run.path / "runs", say=run.say, inputs=inputs)
+            row = _row(outcome.record, str(outcome.run.path), reference)
+        except RunStopped as exc:  # Ctrl-C: the bench stops, and says how to resume the bench
+            raise KeyboardInterrupt from exc
+        except (MachineLoadedError, BrainError):
+            raise  # noise, a brain gone: no failure of the method; the bench stops
+        except KlineageError as exc:
+            row = _failed_row(str(exc), reference)
+        row.update(method=method, workload=workload.name, repeat=repeat, seed=run_seed)
+        rows.append(row)
+    _judge_side_by_side(run, workload, start_spec, rows, reference, options.gate, run.say)
+    return rows
 
 
 def _expert_times(run: Run, workload: Workload, start_spec: Any, expert: str,
@@ -197,7 +258,9 @@ def _private_library(run: Run, workload: str, method: str, repeat: int,
                      cards: list[Any]) -> Library | None:
     if method != "klineage":
         return None
-    library = Library.open(run.path / "libraries" / f"{workload}-r{repeat}", create=True)
+    folder = run.path / "libraries" / f"{workload}-r{repeat}"
+    shutil.rmtree(folder, ignore_errors=True)  # a stopped repeat's trials: this one starts afresh
+    library = Library.open(folder, create=True)
     for card in cards:
         library.add(card)
     return library

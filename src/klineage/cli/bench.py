@@ -13,12 +13,14 @@ from rich.table import Table
 from klineage.cli._brains import BrainOpt, ConfigOpt, RecordOpt, ReplayOpt, brain_settings
 from klineage.cli._common import BackendOpt, JsonOpt, QuickOpt, RunsOpt, ThreadsOpt, console, user_errors
 from klineage.cli.memory import MemoryOpt
+from klineage.errors import ConfigError
 
 __all__ = ["bench_command", "bench_tables"]
 
 
 def bench_command(
-    suite: Annotated[Path, typer.Argument(help="A folder of workload folders, or one workload.")],
+    suite: Annotated[Path | None, typer.Argument(
+        help="A folder of workload folders, or one workload (not with --resume).")] = None,
     library: Annotated[Path | None, typer.Option(
         help="Skill library (klineage and klineage-nowhen use it).")] = None,
     methods: Annotated[str, typer.Option(
@@ -26,8 +28,9 @@ def bench_command(
              "rules-table, expert-source. Default: klineage, none, rules-table, expert-source.",
         show_default=False)] = "klineage,none,rules-table,expert-source",
     memory: MemoryOpt = None,
-    budget: Annotated[str, typer.Option(help="Per run, e.g. gate_runs=6 or gate_runs=6,wall=5m.")]
-        = "gate_runs=6",
+    budget: Annotated[str | None, typer.Option(
+        help="Per run, e.g. gate_runs=6 or gate_runs=6,wall=5m. Default: gate_runs=6, or on "
+             "--resume the bench's own.", show_default=False)] = None,
     repeats: Annotated[int, typer.Option(min=1, help="Runs per method and workload.")] = 1,
     brain: BrainOpt = None,
     config: ConfigOpt = None,
@@ -39,24 +42,33 @@ def bench_command(
     threads: ThreadsOpt = None,
     backend: BackendOpt = None,
     quick: QuickOpt = False,
+    resume: Annotated[Path | None, typer.Option(
+        help="Continue this stopped bench (its suite, methods, repeats, seed and library).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Compare methods on the same workloads, gate and budget; print geomeans and failures."""
-    from klineage.bench import bench
+    from klineage.bench import bench, resume_bench
     from klineage.gate import GateOptions
     from klineage.optimize import OptimizeOptions
     from klineage.skills.library import Library
 
     with user_errors():
+        if (suite is None) == (resume is None):
+            raise ConfigError("bench: give a SUITE, or --resume RUN to continue a stopped bench")
         lib = Library.open(library) if library is not None else None
         with console.status("", spinner="dots") as status:
             gate = GateOptions(threads=threads, trials=5, compare_s=2.0, backend=backend)
-            options = OptimizeOptions(**brain_settings(brain, budget, config, record, replay), gate=gate,
-                                      memory=memory)
-            result = bench(suite, lib, [m.strip() for m in methods.split(",") if m.strip()],
-                           options, repeats=repeats, runs_root=runs, start=start, seed=seed,
-                           quick=quick,
-                           say=None if as_json else (lambda line: status.update(escape(line))))
+            settings = brain_settings(brain, budget if budget or resume else "gate_runs=6", config,
+                                      record, replay, resume)
+            options = OptimizeOptions(**settings, gate=gate, memory=memory)
+            say = None if as_json else (lambda line: status.update(escape(line)))
+            if resume is not None:
+                result = resume_bench(resume, lib, options, say=say)
+            else:
+                assert suite is not None
+                result = bench(suite, lib, [m.strip() for m in methods.split(",") if m.strip()],
+                               options, repeats=repeats, runs_root=runs, start=start, seed=seed,
+                               quick=quick, say=say)
     if as_json:
         print(json.dumps(result.record, indent=2))
         return
