@@ -14,7 +14,8 @@ from klineage.workload import load_workload
 
 def _step(feature: str, redo: Rederivation | None) -> Transition:
     return Transition(id=f"dot:{feature}", step=1, feature=feature, category="tuning",
-                      faster_state="a", simpler_state="b", removal_diff="", rederivation=redo)
+                      faster_state="a", simpler_state="b", removal_diff="", rederivation=redo,
+                      features_before=sorted({feature, "unroll"}))
 
 
 def test_each_measured_step_is_a_finding_whatever_its_outcome():
@@ -36,6 +37,8 @@ def test_each_measured_step_is_a_finding_whatever_its_outcome():
         ("omp_parallel", "faster"), ("restrict", "no_effect"), ("unroll", "slower"),
         ("omp_simd", "failed")], "a step that measured nothing is no finding"
     assert {f.workload for f in found} == {"dot"} and found[0].speedup == 1.8
+    assert found[0].context == ["unroll"] and found[2].context == [], (
+        "the features of the kernel the feature was inserted into")
 
 
 def _found(feature, workload, outcome, speedup):
@@ -47,6 +50,15 @@ def test_the_best_outcome_of_a_feature_ranks_it():
     ranked = rank_features([_found("a", "w1", "slower", 0.8), _found("a", "w2", "faster", 1.4),
                             _found("b", "w1", "faster", 2.0), _found("c", "w1", "failed", None)])
     assert sorted(ranked, key=ranked.get) == ["b", "a", "c"]
+
+
+def test_a_finding_against_a_feature_counts_only_where_its_context_is_present():
+    nothing = Finding(feature="restrict", workload="w", op="op", language="cuda", platform="gpu",
+                      outcome="no_effect", speedup=1.0, context=["vectorized_access"])
+    gain = nothing.model_copy(update={"feature": "unroll", "outcome": "faster", "speedup": 1.3})
+    assert rank_features([nothing, gain], present=set()) == {"unroll": (0, -1.3)}
+    assert rank_features([nothing], present={"vectorized_access", "launch_bounds"})["restrict"][0] == 2
+    assert rank_features([nothing])["restrict"][0] == 2, "no kernel given: every finding counts"
 
 
 def test_the_library_keeps_the_latest_finding_of_each_feature_and_workload(tmp_path):

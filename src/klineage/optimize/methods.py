@@ -1,8 +1,9 @@
 """The methods the forward loop compares: where the next candidate comes from.
 
 klineage         retrieval order over the library; the brain materializes one card at a time
-                 (rules brain: then its insertion passes, ordered by the library's findings:
-                 measured faster elsewhere first, never measured next, no effect and slower last)
+                 (rules brain: then its insertion passes, ordered by the library's findings on
+                 a kernel like this one: measured faster elsewhere first, no evidence next (in
+                 the decision table's order), then the tunable sweep, no effect and slower last)
 klineage-nowhen  the ablation of the "when": the same cards with preconditions, risk, scope and
                  verification removed (intent, anchor, carrier only), so retrieval can no longer
                  tell where a card is sound
@@ -181,13 +182,17 @@ class KlineageMethod(Method):
             if f"skill:{card.id}" not in tried:
                 return self._materialize(state, card, feedback, f"skill:{card.id}")
         if not self.learning:
-            # The cards are spent. A pass the mines measured faster elsewhere comes before the
-            # values next to a card's: the expert chose the card's value, so a neighbour is a
-            # refinement expected to gain less (the demo's 4-run budget spent one run retuning
-            # the threads card, 1.16x slower, and never reached omp simd, which memory did).
+            # The cards are spent. Then, in order: the passes the mines measured faster
+            # elsewhere; those with no evidence against them on a kernel like this one; the values
+            # next to a card's (the expert chose the card's value, so a neighbour is a refinement
+            # expected to gain less: on the H200 each of 3 such retunings was slower, and the run
+            # it took was the one restrict needed); last, the passes measured to bring nothing here.
             skip = {c.feature for c in chosen}
-            measured = {f for f, (tier, _) in rank_features(self.inputs.findings).items() if tier == 0}
+            ranked = rank_features(self.inputs.findings, present(state.source, state.language))
+            measured = {f for f, (tier, _) in ranked.items() if tier == 0}
+            doubtful = {f for f, (tier, _) in ranked.items() if tier > 1}
             return (self._next_insertion(state, profile, feedback, tried, skip=skip, only=measured)
+                    or self._next_insertion(state, profile, feedback, tried, skip=skip | doubtful)
                     or self._sweep(state, feedback, tried)
                     or self._next_insertion(state, profile, feedback, tried, skip=skip))
         if len(chosen) >= 2 and f"joint:{state.fingerprint}" not in tried:
@@ -227,10 +232,16 @@ class KlineageMethod(Method):
         return None
 
     def order(self, proposals, state, profile):
-        ranked = rank_features(self.inputs.findings)
+        """By the findings on a kernel like this one; where they say nothing, by the decision
+        table's order for the kernel's limiter (the field's prior, which rules-table follows)."""
+        features = present(state.source, state.language)
+        ranked = rank_features(self.inputs.findings, features)
+        allowed, forbidden, _ = table_for(_limiter(profile), features, state.language)
+        prior = {name: i for i, name in enumerate(allowed)}
         never = (1, 0.0)
         return sorted(super().order(proposals, state, profile),
-                      key=lambda p: ranked.get(p.feature or "", never))
+                      key=lambda p: (*ranked.get(p.feature or "", never),
+                                     p.feature in forbidden, prior.get(p.feature or "", len(prior))))
 
     def knowledge(self, state, profile):
         cards = [c.card for c in self.choices(state, profile) if c.chosen]

@@ -38,6 +38,9 @@ class Finding(BaseModel):
     speedup: float | None = None
     """time(kernel without the feature) / time(with it), paired; None when it failed the gate."""
     note: str = ""
+    context: list[str] = []
+    """The features of the kernel the feature was inserted into (the walk's simpler state).
+    Empty in libraries mined before it was kept: such a finding counts on every kernel."""
 
     def key(self) -> tuple[str, str, str, str]:
         return self.feature, self.workload, self.language, self.platform
@@ -59,10 +62,11 @@ def findings_of(lineage: Lineage, workload: Workload) -> list[Finding]:
     for transition in lineage.transitions:
         outcome, speedup = _outcome(transition)
         if outcome is not None:
+            context = sorted(set(transition.features_before) - {transition.feature})
             found.append(Finding(feature=transition.feature, workload=workload.name, op=workload.op,
                                  language=lineage.language, platform=lineage.platform,
                                  outcome=outcome, speedup=speedup,
-                                 note=transition.rederivation.note[:300]))
+                                 note=transition.rederivation.note[:300], context=context))
     return found
 
 
@@ -80,13 +84,22 @@ def _outcome(transition: Transition) -> tuple[Outcome | None, float | None]:
     return None, None
 
 
-def rank_features(findings: list[Finding]) -> dict[str, tuple[int, float]]:
+def rank_features(findings: list[Finding],
+                  present: set[str] | None = None) -> dict[str, tuple[int, float]]:
     """feature -> (tier, -best speedup), smaller first: measured faster somewhere (the larger the
     gain, the earlier), then never measured (absent from the result), then no effect, slower,
-    only failures."""
+    only failures.
+
+    With ``present`` (the features of the kernel at hand), a finding that the feature brought
+    nothing, was slower or failed counts only where its kernel's features are all present too.
+    Such an outcome depends on what else the kernel did: restrict measured 1.000x inserted into
+    the add_rmsnorm expert, whose vectorized loads already go through the read-only path, and
+    1.045x on the naive kernel (H200, 2026-12-02). A gain measured anywhere stays a lead."""
     tiers = {"faster": 0, "no_effect": 2, "slower": 3, "failed": 4}
     ranked: dict[str, tuple[int, float]] = {}
     for finding in findings:
+        if finding.outcome != "faster" and present is not None and not set(finding.context) <= present:
+            continue
         rank = (tiers[finding.outcome], -(finding.speedup or 0.0))
         ranked[finding.feature] = min(ranked.get(finding.feature, rank), rank)
     return ranked
