@@ -6,7 +6,7 @@ python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl || 
 export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi -L
-for w in ${WORKLOADS:-scale_flat rowmax_gridstride rmsnorm_2dgrid stencil1d_cuda}; do
+for w in ${WORKLOADS:-scale_flat rowmax_gridstride rmsnorm_2dgrid stencil1d_cuda bias_gelu_2d dot_f64acc hist256_u8}; do
   timeout "${PER_WORKLOAD_S:-60}" python3 -m klineage.cli gate "examples/heldout/cuda/$w" --json \
     > "$OUT/$w.json" 2> "$OUT/$w.err"
   echo "$w rc=$?"
