@@ -145,8 +145,7 @@ def main() -> None:
     benched = REPO / "examples" / ("heldout" if args.heldout else "workloads") / args.suite
     suite = benched
     if args.only:
-        suite = scratch / "suite"
-        suite.mkdir()
+        suite = Path(tempfile.mkdtemp(dir=scratch, prefix="suite-"))  # one per bench: resumable
         for workload in args.only.split(","):
             shutil.copytree(benched / workload, suite / workload)
     options = OptimizeOptions(budget=Budget.parse(args.budget), memory=memory, gate=gate)
