@@ -188,7 +188,9 @@ def _why_not_placeable(parsed: Parsed, nest) -> str | None:
     if parsed.data[nest.end_byte:end if end >= 0 else len(parsed.data)].strip():
         return "the nest shares its last line with other code"
     if nest.parent.type != "compound_statement":
-        return f"the nest is the body of a {nest.parent.type.replace('_', ' ')}, not a statement of a block"
+        kind = nest.parent.type.replace("_", " ")
+        return (f"the nest is the body of {'an' if kind[0] in 'aeiou' else 'a'} {kind}, not a statement "
+                "of a block")
     for block in (a for a in ancestors(nest) if a.type == "compound_statement"):
         if own_packing_of(parsed, block) is not None:
             return "already packed: the nest is part of a packing (the packed nest or its fallback)"

@@ -448,6 +448,7 @@ def nest_reads(parsed: Parsed, function, nest) -> tuple[list[Read], list[tuple[s
     reads; an array they read is not packed through them, and it needs no rewrite there: it is
     read-only, and its own elements stay what they were."""
     accessors, reads, unknown = Accessors(parsed, function), [], []
+    stepped = {parens(t).text.decode() for t in _targets(nest) if parens(t).type == "identifier"}
     for node in walk(nest):
         if write_target(node) or address_taken(node) or _inside_macro_call(node, accessors):
             continue
@@ -456,6 +457,10 @@ def nest_reads(parsed: Parsed, function, nest) -> tuple[list[Read], list[tuple[s
             base = parens(node.child_by_field_name("argument")).text.decode()
             if node.parent.type == "subscript_expression":
                 unknown.append((base, node, f"{base} is indexed twice (a 2-D array): not followed"))
+                continue
+            if base in stepped:
+                unknown.append((base, node, f"{node.text.decode()} reads through {base}, which the nest "
+                                "moves: not followed"))
                 continue
             index = accessors.inline_index(index_of(node))
             if index is None:
@@ -509,6 +514,11 @@ def _walk_read(function, nest, deref) -> Read | tuple[str, object, str] | None:
     step = _step(found, name, loop)
     if isinstance(step, str):
         return (base, deref, step)
+    unit = step.type == "update_expression" or flat(step.text.decode()) in ("1", "-1")
+    other = None if unit else _other_use(found, name, loop, step)
+    if other is not None:
+        return (base, deref, f"{name} is used at line {other.start_point[0] + 1} other than by *{name} in "
+                "the loop that walks it and its step")
     trip, why = _trip(loop)
     if trip is None:
         return (base, deref, why)
@@ -534,6 +544,24 @@ def _start(function, value) -> tuple[str, str] | None:
     for base, offset in candidates:
         if base is not None and base.type == "identifier" and element_type(function, base.text.decode()):
             return base.text.decode(), offset
+    return None
+
+
+def _other_use(declaration, pointer: str, loop, step):
+    """A use of the walk's pointer besides its declaration, ``*p`` in the loop and its step."""
+    for node in walk(declaration.parent):
+        if node.type != "identifier" or node.text.decode() != pointer \
+                or declared_at(node, pointer) != declaration:
+            continue
+        use = _outermost_parens(node)
+        parent = use.parent
+        deref = parent.type == "pointer_expression" and parent.children[0].type == "*" \
+            and _inside(use, loop) and not write_target(parent)
+        stepped = parent == step.parent and parent.child_by_field_name("left") == use
+        declarator = parent.type in ("init_declarator", "pointer_declarator") \
+            and parent.child_by_field_name("declarator") == use
+        if not (deref or stepped or declarator):
+            return node
     return None
 
 

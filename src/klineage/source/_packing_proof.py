@@ -13,6 +13,8 @@ __all__ = ["why_conditional", "why_exits", "why_not_read_only"]
 _EXITS = ("break_statement", "continue_statement", "return_statement", "goto_statement")
 _RESTRICT = re.compile(r"\b(restrict|__restrict__|__restrict)\b")
 _WRITTEN = "; packing needs a read-only operand"
+_GUARDS = {"if_statement": "if", "conditional_expression": "?:", "while_statement": "while",
+           "switch_statement": "switch", "case_statement": "case", "lambda_expression": "lambda"}
 
 
 def _line(node) -> int:
@@ -42,7 +44,8 @@ def why_conditional(node, nest) -> str | None:
                               in ("&&", "||") and child == parent.child_by_field_name("right"))
         guarded = guarded or kind in ("switch_statement", "case_statement", "lambda_expression")
         if guarded:
-            return (f"the read at line {_line(node)} is conditional (a {kind.split('_')[0]} at line "
+            word = _GUARDS.get(kind) or parent.child_by_field_name("operator").type
+            return (f"the read at line {_line(node)} is conditional (under the {word} at line "
                     f"{_line(parent)}): the copy would read elements the nest may skip")
         if kind == "for_statement" and child != parent.child_by_field_name("body"):
             return f"the read at line {_line(node)} sits in a loop's header"
@@ -101,6 +104,8 @@ def _why_used(parsed: Parsed, function, base: str) -> str | None:
                 continue
             return (f"{base} is passed to {callee_name(call)} at line {_line(node)}: it may be written "
                     "there")
+        if kind == "cast_expression":
+            return f"{base} is cast at line {_line(node)}: what the cast pointer does is not followed"
         return f"{base} is used at line {_line(node)} in a way the check does not follow"
     return None
 
