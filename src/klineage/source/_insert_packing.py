@@ -53,17 +53,10 @@ from dataclasses import dataclass
 from klineage.source._blocking_nest import flat, line_start
 from klineage.source._detect_cpu import omp_directive_words
 from klineage.source._insert_blocking import _definition_offset, _fresh, _indent_step
-from klineage.source._insert_loops import _has_pragma_above
+from klineage.source._insert_loops import _has_pragma_above, _locals_of
 from klineage.source._insert_qualifiers import Inserted, Refusals, Refused
-from klineage.source._pack_reads import (
-    Loop,
-    Read,
-    counted,
-    element_type,
-    expression,
-    linear_terms,
-    nest_reads,
-)
+from klineage.source._pack_reads import Read, nest_reads
+from klineage.source._pack_syntax import Loop, counted, element_type, expression, linear_terms
 from klineage.source._packing_form import (
     ALLOCATOR,
     allocator_text,
@@ -317,8 +310,6 @@ def _why_not_one_element(group: list[Read]) -> str | None:
 
 
 def _declared_in(node) -> set[str]:
-    from klineage.source._insert_loops import _locals_of
-
     return {name.decode() for name in _locals_of(node)}
 
 

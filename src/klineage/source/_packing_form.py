@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from klineage.source._blocking_nest import flat, line_start
-from klineage.source._pack_reads import counted, index_of, linear_terms, root_name, write_target
+from klineage.source._pack_syntax import counted, index_of, linear_terms, root_name, write_target
 from klineage.source._packing_proof import why_not_read_only
 from klineage.source.parse import Parsed, Splice, ancestors, walk
 

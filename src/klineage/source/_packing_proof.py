@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from klineage.source._pack_reads import declarations, input_cast, write_target
+from klineage.source._pack_syntax import declarations, input_cast, write_target
 from klineage.source.parse import Parsed, ancestors, callee_name, function_definitions, function_name, walk
 
 __all__ = ["why_conditional", "why_exits", "why_not_read_only"]
