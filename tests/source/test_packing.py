@@ -217,6 +217,8 @@ WRITABLE = HEAD.replace("const float* restrict B", "float* restrict B")
     (_nest("int64_t r = k; sum += B[r * N + j];"), "B[r * N + j] names r, set inside the nest"),
     (_nest(inner="int64_t L = K; for (int64_t k = 0; k < L; k++)"),
      "the bound 'L' of k is set inside the nest"),
+    (_nest(inner="for (int64_t k = 0; k < g(K); k++)"),
+     "the bound 'g(K)' of k is not arithmetic on names (the allocation and the copy evaluate it again)"),
     (_nest("sum += B[k * N + j] * B[k * N + j + 1];"), "B is read at 2 different elements in the nest"),
     (HEAD + "#pragma omp parallel\n    {\n" + _nest().removeprefix(HEAD).removesuffix("}\n") + "    }\n}\n",
      "the nest sits in the block of '#pragma omp parallel': every thread would pack its own copy"),
@@ -228,6 +230,16 @@ WRITABLE = HEAD.replace("const float* restrict B", "float* restrict B")
 def test_a_nest_it_cannot_pack_soundly_or_usefully_is_refused_with_its_reason(text, reason):
     result = insertion(text, "c", "packing")
     assert isinstance(result, Refused) and reason in result.reason, result
+
+
+def test_an_accessor_declared_inside_the_nest_is_refused():
+    # the copy runs before the nest: it could not call a lambda the nest declares
+    text = _nest("sum += A[i * K + k] * b(k);").replace(
+        "            float sum = 0.0f;\n", "            float sum = 0.0f;\n"
+        "            auto b = [&](int64_t r) { return B[r * N + j]; };\n")
+    result = insertion(text, "cpp", "packing")
+    assert isinstance(result, Refused), result
+    assert "b(k) names b, declared inside the nest: the copy before the nest could not" in result.reason
 
 
 def test_the_control_nest_of_the_refusals_is_packed():

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 from klineage.source._blocking_nest import flat, line_start
 from klineage.source._detect_cpu import omp_directive_words
-from klineage.source._insert_blocking import _definition_offset, _fresh, _indent_step
+from klineage.source._insert_blocking import _arithmetic, _definition_offset, _fresh, _indent_step
 from klineage.source._insert_loops import _has_pragma_above, _locals_of
 from klineage.source._insert_qualifiers import Inserted, Refusals, Refused
 from klineage.source._pack_reads import Read, nest_reads
@@ -261,7 +261,8 @@ def _strided(parsed: Parsed, function, nest, group: list[Read], terms, counter: 
         return f"{_shown(first)} names {named}: packing lays out two counters"
     outer = next(loop for loop in around if loop.name == others[0])
     inner = _inner(first, outer)
-    reason = (_why_moving_bounds(nest, outer, inner, {loop.name for loop in around} | {counter})
+    reason = (_why_moving_bounds(parsed, nest, outer, inner, {loop.name for loop in around} | {counter})
+              or _why_not_in_scope(parsed, nest, first, {outer.name, inner.name})
               or _why_no_reuse(first, around, outer)
               or _why_not_one_element(group)
               or next(filter(None, (why_conditional(r.node, nest) for r in group)), None)
@@ -281,17 +282,40 @@ def _inner(read: Read, outer: Loop) -> Loop:
     return counted(read.loop)
 
 
-def _why_moving_bounds(nest, outer: Loop, inner: Loop, counters: set[str]) -> str | None:
+def _why_moving_bounds(parsed: Parsed, nest, outer: Loop, inner: Loop, counters: set[str]) -> str | None:
+    """Why a bound could differ between the copy and the nest, if it could."""
     written, inside = _written_in(nest), _declared_in(nest)
     for label, bounds in ((outer.name, (outer.low, outer.high)), (inner.name, (inner.low, inner.high))):
         for bound in bounds:
-            names = set(re.findall(r"[A-Za-z_]\w*", bound))
+            node = expression(bound, parsed.language)
+            if node is None or not _arithmetic(node):
+                return (f"the bound '{bound}' of {label} is not arithmetic on names (the allocation and "
+                        "the copy evaluate it again)")
+            names = {n.text.decode() for n in walk(node) if n.type == "identifier"}
             if names & counters:
                 return (f"triangular: the range of {label} ('{bound}') names the counter "
                         f"{sorted(names & counters)[0]}")
             if names & (written | inside):
                 return f"the bound '{bound}' of {label} is set inside the nest"
     return None
+
+
+def _why_not_in_scope(parsed: Parsed, nest, read: Read, counters: set[str]) -> str | None:
+    """Why the copy, which runs before the nest, could not name what the read names, if so."""
+    text = _source_names(read)
+    inside = sorted(text & (_declared_in(nest) - counters))
+    if inside:
+        return (f"{_shown(read)} names {_listed(inside)}, declared inside the nest: the copy before "
+                "the nest could not")
+    return None
+
+
+def _source_names(read: Read) -> set[str]:
+    node = read.node if read.walk is None else None
+    names = {n.text.decode() for n in walk(node) if n.type == "identifier"} if node is not None else set()
+    if read.walk is not None:
+        names = {read.base} | set(re.findall(r"[A-Za-z_]\w*", read.walk.offset))
+    return names - {"kl_t"}
 
 
 def _why_no_reuse(read: Read, around: list[Loop], outer: Loop) -> str | None:
