@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from klineage.source._blocking_nest import flat, line_start
-from klineage.source._pack_syntax import counted, index_of, linear_terms, root_name, write_target
+from klineage.source._pack_syntax import counted, expression, index_of, linear_terms, root_name, write_target
 from klineage.source._packing_proof import why_not_read_only
 from klineage.source.parse import Parsed, Splice, ancestors, walk
 
@@ -244,7 +244,8 @@ def _undo_plan(parsed: Parsed, declaration, buffer: str, statements: list, copy)
         if isinstance(read, str):
             return read
         reads.append(read)
-    moving = _moving_names(declaration.parent, copy.end_byte, span_end, source,
+    bounds = [expression(loop.high, parsed.language) for loop in (row_loop, col_loop)]
+    moving = _moving_names(declaration.parent, copy.end_byte, span_end, [source, *bounds],
                            {row_loop.name, col_loop.name})
     if moving:
         return f"{moving} changes between the copy and the reads of {buffer}"
@@ -254,7 +255,6 @@ def _undo_plan(parsed: Parsed, declaration, buffer: str, statements: list, copy)
 
 def _why_not_a_read(parsed: Parsed, function, source, buffer: str) -> str | None:
     """Why the copied value is not an element of a read-only array, if it is not."""
-    source = source
     while source.type == "parenthesized_expression" and source.named_children:
         source = source.named_children[0]
     array = root_name(source) if source.type == "subscript_expression" else None
@@ -263,10 +263,11 @@ def _why_not_a_read(parsed: Parsed, function, source, buffer: str) -> str | None
     return why_not_read_only(parsed, function, array, array)
 
 
-def _moving_names(block, start: int, end: int, source, counters: set[str]) -> str | None:
-    """A name the copied element depends on that is written or declared again between the copy
-    and the last read (the reads would see another element)."""
-    names = {n.text.decode() for n in walk(source) if n.type == "identifier"} - counters
+def _moving_names(block, start: int, end: int, nodes: list, counters: set[str]) -> str | None:
+    """A name the copied element or the copy's bounds depend on that is written or declared again
+    between the copy and the last read (the reads would see another element)."""
+    names = {n.text.decode() for node in nodes if node is not None for n in walk(node)
+             if n.type == "identifier"} - counters
     for node in walk(block):
         if not start <= node.start_byte < end:
             continue
