@@ -95,6 +95,21 @@ def test_a_cpp_accessor_is_packed_through_its_own_call(folder, read, packed, tmp
     _accepted(tmp_path, quick, load_from, edit.new_source, "cpp")
 
 
+def _macro_sgemm() -> str:
+    text, _ = source_of("cpu", "sgemm", "naive")
+    return (text.replace("#include <stdint.h>\n", "#include <stdint.h>\n#define AT(p, r, c, ld) "
+                         "((p)[(r) * (ld) + (c)])\n")
+            .replace("A[i * K + k] * B[k * N + j]", "AT(A, i, k, K) * AT(B, k, j, N)"))
+
+
+def test_a_function_like_macro_read_is_packed_through_the_macro(tmp_path, quick):
+    edit = insertion(_macro_sgemm(), "c", "packing")
+    assert not isinstance(edit, Refused), edit
+    assert "kl_B_packed[j * K + k] = AT(B, k, j, N);" in edit.new_source
+    assert "sum += AT(A, i, k, K) * kl_B_packed[j * K + k];" in edit.new_source
+    _accepted(tmp_path, quick, workload("cpu", "sgemm"), edit.new_source, "c")
+
+
 def test_a_pointer_walk_is_packed_by_restarting_and_stepping_its_pointer(tmp_path, quick):
     spec = load_kernel(workload("cpu", "sgemm"), STYLES / "cpu" / "sgemm" / "pointer_c")
     edit = insertion(spec.source.read_text(), "c", "packing")
@@ -275,7 +290,8 @@ def _corpus() -> list[tuple[str, str, str]]:
 
 def test_removal_gives_back_every_kernel_it_packed_byte_for_byte():
     packed = []
-    for label, language, text in [*_corpus(), ("helper", "c", HELPER), ("control", "c", _nest())]:
+    extra = [("helper", "c", HELPER), ("control", "c", _nest()), ("macro", "c", _macro_sgemm())]
+    for label, language, text in [*_corpus(), *extra]:
         edit = insertion(text, language, "packing")
         if isinstance(edit, Refused):
             continue
@@ -284,8 +300,8 @@ def test_removal_gives_back_every_kernel_it_packed_byte_for_byte():
         (removal,) = [e for e in removal_edits(edit.new_source, language) if e.feature == "packing"]
         assert removal.new_source == text, f"{label}\n{removal.diff}"
         assert removal.pass_name == "unpack_operand" and removal.params == {}
-    assert sorted(packed) == ["control", "heldout/matmul_ikj", "helper", "sgemm/colmajor_c", "sgemm/cpp",
-                              "sgemm/naive", "sgemm/pointer_c"]
+    assert sorted(packed) == ["control", "heldout/matmul_ikj", "helper", "macro", "sgemm/colmajor_c",
+                              "sgemm/cpp", "sgemm/naive", "sgemm/pointer_c"]
 
 
 HAND_PACKED = """#include <stdint.h>

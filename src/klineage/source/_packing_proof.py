@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from klineage.source._pack_syntax import declarations, input_cast, write_target
+from klineage.source._insert_interchange import _expand, function_macros
+from klineage.source._pack_syntax import declarations, expression, input_cast, parens, write_target
 from klineage.source.parse import Parsed, ancestors, callee_name, function_definitions, function_name, walk
 
 __all__ = ["why_conditional", "why_exits", "why_not_read_only"]
@@ -100,7 +101,7 @@ def _why_used(parsed: Parsed, function, base: str) -> str | None:
         if kind == "argument_list":
             call = parent.parent
             position = [c.id for c in parent.named_children].index(use.id)
-            if _const_parameter(parsed, callee_name(call), position):
+            if _const_parameter(parsed, callee_name(call), position) or _macro_read(parsed, call, use):
                 continue
             return (f"{base} is passed to {callee_name(call)} at line {_line(node)}: it may be written "
                     "there")
@@ -122,6 +123,17 @@ def _const_pointee(declaration) -> bool:
     type_text = declaration.text[:declaration.child_by_field_name("declarator").start_byte
                                  - declaration.start_byte].decode()
     return bool(re.search(r"\bconst\b", type_text))
+
+
+def _macro_read(parsed: Parsed, call, argument) -> bool:
+    """``call`` is a function-like macro that expands to an element read of ``argument``."""
+    macros = function_macros(parsed.text)
+    name = callee_name(call)
+    if name not in macros or write_target(call):
+        return False
+    node = parens(expression(_expand(call.text.decode(), {name: macros[name]}), parsed.language))
+    return node is not None and node.type == "subscript_expression" \
+        and parens(node.child_by_field_name("argument")).text == argument.text
 
 
 def _const_parameter(parsed: Parsed, callee: str, position: int) -> bool:
