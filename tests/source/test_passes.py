@@ -152,7 +152,7 @@ def test_insertions_on_a_naive_cpu_kernel():
     assert "#pragma omp simd reduction(+ : ss)" in simd.new_source
     (unroll,) = insertion_edits(text, "c", "unroll", {"factor": 2})
     assert "#pragma GCC unroll 2" in unroll.new_source and unroll.params["factor"] == 2
-    assert insertion_edits(text, "c", "packing") == []  # an LLM's job
+    assert insertion_edits(text, "c", "packing") == []  # every read walks memory at unit stride
 
 
 def test_insertions_on_a_naive_cuda_kernel():

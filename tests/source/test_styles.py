@@ -17,9 +17,11 @@ from source._kernels import apply_flags, workload
 
 STYLES = Path(__file__).parent / "styles"
 KERNELS = sorted(str(p.parent.relative_to(STYLES)) for p in STYLES.glob("*/*/*/kernel.toml"))
-# cache_blocking after omp_parallel and before omp_simd: it moves a thread pragma on the outer loop
-# to the outer block loop, and refuses a nest whose inner loop carries a pragma already
-CPU_PASSES = ("restrict", "omp_parallel", "cache_blocking", "omp_simd", "unroll", "loop_interchange")
+# packing after omp_parallel: the copy is threaded when the nest is; cache_blocking after omp_parallel
+# and before omp_simd: it moves a thread pragma on the outer loop to the outer block loop, and
+# refuses a nest whose inner loop carries a pragma already
+CPU_PASSES = ("restrict", "omp_parallel", "packing", "cache_blocking", "omp_simd", "unroll",
+              "loop_interchange")
 CUDA_PASSES = ("restrict", "vectorized_access", "launch_bounds", "unroll_pragma",
                "fast_math_intrinsics", "read_only_cache", "smem_padding_or_swizzle", "grid_stride_loop",
                "warp_shuffle_reduction")
@@ -33,6 +35,8 @@ _NO_PERFECT_NEST = (
     "cpu/stencil2d/pointer_c", "cpu/transpose/pointer_c")
 """The CPU styles with no perfect two-loop nest: neither interchange nor blocking has a site."""
 _NO_STRIDE = "nothing to gain: no access strides memory with the inner counter"
+_UNIT = "nothing to pack: every read of {} in the nest walks memory at unit stride with {}"
+_LOCALS = "x[r * W + c] names c and r, set inside the nest: its index is not affine in the nest's counters"
 _NO_ARRAY = "nothing to gain that the pass can see: the body indexes no array"
 REFUSED = {
     # C++ views hold their pointers in struct members: no parameter or ABI local to qualify
@@ -60,6 +64,23 @@ REFUSED = {
     ("cpu/sgemm/cpp", "cache_blocking"): _NO_ARRAY,
     ("cpu/transpose/cpp", "cache_blocking"): _NO_ARRAY,
     **{(k, "cache_blocking"): _NO_NEST for k in _NO_PERFECT_NEST},
+    # packing only where an inner loop strides a read-only input that an outer loop re-reads: the
+    # sgemm styles that walk B down a column (colmajor_c, cpp, pointer_c)
+    ("cpu/rmsnorm/rows_c", "packing"): _UNIT.format("x and w", "j"),
+    ("cpu/rmsnorm/pointer_c", "packing"): _UNIT.format("row and w", "the walk of p and the walk of g"),
+    ("cpu/rmsnorm/cpp", "packing"): _UNIT.format("xr and w", "j"),
+    ("cpu/softmax/rows_c", "packing"): _UNIT.format("x and y", "j"),
+    ("cpu/softmax/pointer_c", "packing"): "p is written 4 times besides its start: not one walk",
+    ("cpu/softmax/cpp", "packing"): _UNIT.format("x and y", "j"),
+    ("cpu/sgemm/rows_c", "packing"): _UNIT.format("B", "j"),
+    ("cpu/stencil2d/rows_c", "packing"): _LOCALS,
+    ("cpu/stencil2d/colmajor_c", "packing"): _LOCALS,
+    ("cpu/stencil2d/pointer_c", "packing"): "wp[0] reads through wp, which the nest moves: not followed",
+    ("cpu/stencil2d/cpp", "packing"): _UNIT.format("w", "b"),  # x.at() pads with zeros: no plain read
+    ("cpu/transpose/rows_c", "packing"): _UNIT.format("x", "j"),
+    ("cpu/transpose/colmajor_c", "packing"): "nothing to gain: the nest reads each element of x once",
+    ("cpu/transpose/pointer_c", "packing"): _UNIT.format("x", "the walk of src"),
+    ("cpu/transpose/cpp", "packing"): _UNIT.format("x", "j"),
     # CUDA: no transcendental in a row sum, no loop in a flat elementwise kernel
     **{(f"cuda/row_sum/{s}", "fast_math_intrinsics"): "no expf/logf/sinf/cosf"
        for s in ("flat", "gridstride", "row_per_block", "row_per_warp")},

@@ -8,8 +8,8 @@ improve    every insertion pass that applies to the kernel (the caller orders th
            ``ctx.extra["tunables"]`` may set a pass's parameters), and why each other pass made
            no edit
 
-Features without an insertion pass (SIMD intrinsics, packing, tensor cores, ...) cannot be
-re-derived or materialized by this brain: those steps yield no skill with it, and say so.
+Features without an insertion pass (SIMD intrinsics, tensor cores, ...) cannot be re-derived or
+materialized by this brain: those steps yield no skill with it, and say so.
 """
 
 from __future__ import annotations

@@ -148,8 +148,18 @@ def detect_cache_blocking(parsed: Parsed) -> list[FeatureHit]:
 
 
 def detect_packing(parsed: Parsed) -> list[FeatureHit]:
-    """Helpers named pack* that copy elements into a buffer in a loop (heuristic by name)."""
+    """Packed operands (_packing_form): klineage's own form and hand-written buffers filled by a
+    copy nest, removable where the rule can undo them; and helpers named pack* that copy elements
+    into a buffer in a loop (heuristic by name), which stay: their panels are read by offset
+    elsewhere, so there is no plain read of the operand to put back."""
+    from klineage.source._packing_form import packings
+
     hits = []
+    for packed in packings(parsed):
+        form = "klineage's packing" if packed.own else "a buffer filled by a copy nest"
+        why = f" (not removable: {packed.why_not})" if packed.why_not else ""
+        detail = f"{packed.buffer}: {form}{why}"
+        hits.append(hit(parsed, "packing", packed.declaration, detail, removable=not packed.why_not))
     for function in function_definitions(parsed.root):
         name = function_name(function)
         if not re.search(r"(^|_)pack", name) or not for_loops(function):
@@ -157,8 +167,17 @@ def detect_packing(parsed: Parsed) -> list[FeatureHit]:
         copies = [n for n in walk(function) if n.type == "assignment_expression"
                   and n.child_by_field_name("left").type == "subscript_expression"]
         if copies:
-            hits.append(hit(parsed, "packing", function, f"packing routine {name}", removable=False))
+            hits.append(hit(parsed, "packing", function, f"packing routine {name} (not removable: "
+                            f"{_why_routine_stays(function)})", removable=False))
     return hits
+
+
+def _why_routine_stays(function) -> str:
+    zeroes = any(n.type == "assignment_expression" and re.fullmatch(
+        r"0(\.0*)?f?", n.child_by_field_name("right").text.decode()) for n in walk(function))
+    return ("it zero-pads micro-panels that other routines read by offset; no plain read of the "
+            "operand to put back" if zeroes else
+            "other routines read its panels by offset; no plain read of the operand to put back")
 
 
 def detect_unroll(parsed: Parsed) -> list[FeatureHit]:

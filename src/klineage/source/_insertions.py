@@ -28,14 +28,18 @@
                        tile, default 64) where the inner loop strides memory and the interchange's
                        dependence check proves the new order changes no result; an 'omp parallel
                        for' on the outer loop moves to the outer block loop (_insert_blocking.py).
+  packing              a read-only input that a C/C++ nest's inner loop reads with a stride (and an
+                       outer loop re-reads) copied once into a malloc'd buffer in the inner loop's
+                       order, the nest reading the buffer; the nest as it was runs where the
+                       allocation fails (_insert_packing.py: what it proves; no tunable).
   grid_stride_loop     a flat one-element-per-thread kernel's bounds check becomes a loop striding
                        by the grid's thread count, and its launches cap the grid at max_blocks
                        (params: max_blocks, default 2048; _insert_stride.py: what it refuses).
   warp_shuffle_reduction  the shared-memory warp exchange its removal writes becomes the
                        __shfl_xor_sync / __shfl_down_sync / __shfl_sync again (_shuffle.py).
-Only an LLM brain can add: simd_intrinsics, packing, streaming_store, prefetch,
-shared_memory_tiling, other warp reductions, cp_async_pipeline, tma, tensor_core_mma,
-register_blocking and swizzles: each
+Only an LLM brain can add: simd_intrinsics, packing into micro-panels (BLIS's pack_a / pack_b),
+streaming_store, prefetch, shared_memory_tiling, other warp reductions, cp_async_pipeline, tma,
+tensor_core_mma, register_blocking and swizzles: each
 needs new code whose shape depends on the algorithm, not a local rewrite.
 """
 
@@ -44,6 +48,7 @@ from __future__ import annotations
 from klineage.source._insert_blocking import insert_cache_blocking
 from klineage.source._insert_interchange import insert_loop_interchange
 from klineage.source._insert_loops import insert_omp_parallel, insert_omp_simd, insert_unroll
+from klineage.source._insert_packing import insert_packing
 from klineage.source._insert_qualifiers import (
     Refused,
     insert_fast_math,
@@ -71,6 +76,7 @@ INSERTERS = {
     "vectorized_access": insert_vectorized_access,
     "loop_interchange": insert_loop_interchange,
     "cache_blocking": insert_cache_blocking,
+    "packing": insert_packing,
     "grid_stride_loop": insert_grid_stride_loop,
     "warp_shuffle_reduction": insert_warp_shuffle,
 }

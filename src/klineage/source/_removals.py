@@ -19,6 +19,7 @@ from klineage.source._detect_cuda import FAST_MATH
 from klineage.source._fast_path import find_fast_path
 from klineage.source._insert_blocking import remove_cache_blocking
 from klineage.source._insert_stride import remove_grid_stride_loop
+from klineage.source._packing_form import remove_packing
 from klineage.source._shuffle import remove_warp_shuffle
 from klineage.source.model import FeatureHit
 from klineage.source.parse import (
@@ -254,6 +255,7 @@ REMOVERS = {
     "tma": remove_fast_path,
     "cp_async_pipeline": remove_fast_path,
     "cache_blocking": remove_cache_blocking,
+    "packing": remove_packing,
     "grid_stride_loop": remove_grid_stride_loop,
     "warp_shuffle_reduction": remove_warp_shuffle,
 }

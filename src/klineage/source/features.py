@@ -6,7 +6,10 @@
 Detector notes (where a detector is a heuristic or absent, it says so here):
 - ``loop_interchange`` has no detector: an interchange is a relation between two versions of a
   loop nest, not a property one source shows.
-- ``packing`` is found by name (helpers called pack*) plus an element-copy loop inside them.
+- ``packing`` is a buffer filled by a copy nest of a read-only array and read afterwards
+  (_packing_form: klineage's form and hand-written ones, removable where every read maps back to
+  an element of the array), or a helper called pack* with an element-copy loop (by name; reported
+  only: its panels are read by offset elsewhere).
 - ``cache_blocking`` is a loop stepping by a #define'd or const tile size that holds another loop,
   plus the tile's definition; removable only in the tiled-nest shape of ``_blocking_nest``.
 - ``unroll`` (CPU) covers unroll pragmas and manual k-way unrolling (a loop stepping by S that
@@ -49,8 +52,9 @@ CATALOGUE: dict[str, FeatureInfo] = {f.name: f for f in (
           "stays in cache", True, True),
     _info("loop_interchange", "memory", _C, "loop order changed for unit-stride access (no detector)",
           False, True),
-    _info("packing", "layout", _C, "tiles copied into contiguous micro-panels before the compute "
-          "loop", False, False),
+    _info("packing", "layout", _C, "a strided input copied once into a contiguous buffer in the "
+          "order the inner loop walks it (or tiles into micro-panels) before the compute loop",
+          True, True),
     _info("unroll", "tuning", _C, "#pragma GCC unroll N (removable) or manual k-way unrolling with "
           "independent accumulators (reported only)", True, True),
     _info("streaming_store", "memory", _C, "non-temporal stores (_mm*_stream_*) + sfence: skip the "

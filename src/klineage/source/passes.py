@@ -22,6 +22,12 @@ Removal passes (deterministic; every site of the feature, nothing else):
                       becomes the plain nest; the tile's definition goes when nothing else uses
                       it (_insert_blocking.py). Other blocked nests (block loops that compute
                       extents and call a helper, as the transpose expert's) are reported only.
+  packing             the packing insertion's form (its fallback branch is the nest as it was) and
+                      hand-written ones: a malloc'd / new[] / std::vector buffer filled by a copy
+                      nest 'P[r * C + c] = SRC' of a read-only array, only read afterwards by
+                      counters over the copy's ranges, freed in the same block: each read becomes
+                      SRC at its counters; buffer, check, copy and free go (_packing_form.py).
+                      Packing routines that zero-pad micro-panels (pack_a / pack_b) are reported only.
   vectorized_access, tensor_core_mma, tma, cp_async_pipeline
                       keep only the general branch of a launch-time fast path: the guarded ifs and
                       ternaries become their else side, the guard variable, the fast kernels and the
@@ -36,10 +42,10 @@ Removal passes (deterministic; every site of the feature, nothing else):
                       same exchange through a per-thread __shared__ slot between two __syncwarp(),
                       where the call is proved to be reached by whole warps (_shuffle.py).
 Not removable by a rule (an LLM brain must rewrite code): loop_interchange (it has an insertion,
-_insert_interchange.py, but no detector), cache_blocking other than the tiled nest above, packing,
-shared_memory_tiling, register_blocking, manual unrolling, unguarded intrinsics, fast-path
-features without a general kernel, grid-stride loops outside the shape above, __shfl_up_sync
-and __reduce_*_sync.
+_insert_interchange.py, but no detector), cache_blocking other than the tiled nest above, packing
+other than the forms above, shared_memory_tiling, register_blocking, manual unrolling, unguarded
+intrinsics, fast-path features without a general kernel, grid-stride loops outside the shape
+above, __shfl_up_sync and __reduce_*_sync.
 """
 
 from __future__ import annotations
@@ -90,7 +96,7 @@ _PASS_NAMES = {
     "streaming_store": "stream_to_regular_stores", "prefetch": "drop_prefetches",
     "read_only_cache": "ldg_to_plain_loads", "launch_bounds": "drop_launch_bounds",
     "fast_math_intrinsics": "fast_math_to_ieee", "smem_padding_or_swizzle": "drop_smem_padding",
-    "cache_blocking": "unblock_loop_nest",
+    "cache_blocking": "unblock_loop_nest", "packing": "unpack_operand",
     "grid_stride_loop": "grid_stride_to_bounds_check", "warp_shuffle_reduction": "shuffle_to_shared_exchange",
 }
 

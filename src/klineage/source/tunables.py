@@ -7,6 +7,7 @@ finds the expert's value.
   cache_blocking         tile          32, 64, 128      the value of the #define (or const) that
                                                         a block loop steps by
   grid_stride_loop       max_blocks    1024, 2048, 4096 (not mined: the cap sits in the launch)
+  (packing has none: it packs the whole operand once; see _insert_packing.py)
 
 klineage materializes a card with the values its expert used (the card's ``rewrite.params``),
 then tries the neighbouring values of each (the two-stage tuner: mined values first, a small
