@@ -362,11 +362,14 @@ def test_vectorized_access_says_why_a_flat_kernel_is_left_alone(why, kernel):
     ("if (x[j] > m) m = x[j]; else m = 0.0f;", None),  # the else writes m another way
     ("if (x[j] > m) { m = x[j]; k = j; }", None),  # an argmax: k is no reduction
     ("if (x[j] > k) m = x[j];", None),  # the test is not about m
+    ("m += x[j];", " reduction(+ : m)"),
+    ("m += x[j] * m;", None),  # reads m outside its own update: no reduction
+    ("y[j] = m; m += x[j];", None),  # a running value (held-out gemv's row pointer)
 ])
 def test_omp_simd_reads_an_if_guarded_max_as_a_max_reduction(body, clause):
     # softmax's naive max loop ('if (v > m) m = v;') was refused as "writes m": no method got
     # its max pass vectorized, the loop most row reductions start with.
-    text = ("float f(const float* x, int n) {\n  float m = x[0]; int k = 0;\n"
+    text = ("float f(const float* x, float* y, int n) {\n  float m = x[0]; int k = 0;\n"
             f"  for (int j = 1; j < n; j++) {{ {body} }}\n  return m + k;\n}}\n")
     edits = insertion_edits(text, "c", "omp_simd")
     if clause is None:

@@ -334,6 +334,7 @@ def _simd_clause(parsed: Parsed, loop) -> str | Refused:
         return Refused("a break, return or goto leaves it early")
     own = _locals_of(loop)
     reductions: dict[str, str] = {}
+    spans: dict[bytes, list] = {}
     for node, name in _scalar_writes(loop):
         if name in own:
             continue
@@ -342,10 +343,35 @@ def _simd_clause(parsed: Parsed, loop) -> str | Refused:
             return Refused(f"it writes {name.decode()}, declared outside it, other than as one "
                            "+, max or min reduction")
         reductions[name.decode()] = kind
+        spans.setdefault(name, []).append(_reduction_span(node, kind))
+    for name, own_statements in spans.items():
+        # A running value read elsewhere in the loop ('a = row; ...; row += n') carries from
+        # one iteration to the next: no reduction (the clause on a pointer does not compile).
+        for use in walk(loop):
+            if use.type == "identifier" and use.text == name and not any(
+                    _within(use, span) for span in own_statements):
+                return Refused(f"it reads {name.decode()} (line {use.start_point[0] + 1}), which it also "
+                               "accumulates: the value carries from one iteration to the next")
     if not _arrays_independent(loop):
         return Refused("an array it writes is read at another index, or written through a pointer: "
                        "lanes could depend on each other")
     return "".join(f" reduction({kind} : {name})" for name, kind in sorted(reductions.items()))
+
+
+def _reduction_span(node, kind: str):
+    """The code a reduction statement covers: the whole ``if`` of a guarded max or min, the
+    assignment otherwise; for ``s += v`` only the target (v must not read s)."""
+    if kind == "+":
+        return node.child_by_field_name("left")
+    statement = node.parent
+    branch = statement.parent if statement is not None else None
+    if branch is not None and branch.type == "compound_statement":
+        branch = branch.parent
+    return branch if branch is not None and branch.type == "if_statement" else node
+
+
+def _within(node, span) -> bool:
+    return span.start_byte <= node.start_byte and node.end_byte <= span.end_byte
 
 
 def _reduction_kind(node, name: bytes) -> str | None:
