@@ -41,7 +41,9 @@ def test_every_cuda_expert_removal_compiles_and_loses_its_evidence(tmp_path):
             folder = tmp_path / name / edit.feature
             jobs.append((name, edit, write_kernel(folder, loaded, edit.new_source, "cuda", ())))
     assert len(jobs) >= 40
-    assert sum(edit.feature == "warp_shuffle_reduction" for _, edit, _ in jobs) == 6
+    shuffles = sorted(name for name, edit, _ in jobs if edit.feature == "warp_shuffle_reduction")
+    # dot_f64acc came in a batch written after the pass, by someone who had not read it
+    assert len(shuffles) == 7 and "heldout-dot_f64acc" in shuffles, shuffles
 
     def build(job):
         removed = {job[1].feature, *job[1].params.get("also_removes", ())}

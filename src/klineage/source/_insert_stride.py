@@ -1,6 +1,6 @@
 """grid_stride_loop (CUDA): the insertion on flat one-element-per-thread kernels, and its removal.
 
-Insertion. A flat kernel (``_insert_vector._flat``: ``T i = blockIdx.x * blockDim.x + threadIdx.x;``
+Insertion. A flat kernel (``_cuda_kernel.flat_shape``: ``T i = blockIdx.x * blockDim.x + threadIdx.x;``
 then ``if (i < BOUND) BODY``, or ``if (i >= BOUND) return;`` with BODY after it) becomes
 ``for (T i = <the same>; i < BOUND; i += (T)gridDim.x * blockDim.x) BODY``, and each of its launches
 caps the grid: ``{ dim3 kl_grid(G); if (kl_grid.x > 2048u) kl_grid.x = 2048u; K<<<kl_grid, ...>>>(...); }``.
@@ -36,20 +36,20 @@ from __future__ import annotations
 
 import re
 
-from klineage.source._insert_qualifiers import Inserted, Refusals, Refused, _block_size
-from klineage.source._insert_vector import (
-    _GLOBAL_INDEX,
-    _flat,
-    _indent_of,
-    _innermost_name,
-    _is_global_index,
-    _Kernel,
-    _kernel,
-    _mentions,
-    _param_kind,
-    _plain_index,
-    _uncast,
+from klineage.source._cuda_kernel import (
+    GLOBAL_INDEX,
+    KernelFacts,
+    flat_shape,
+    indent_of,
+    innermost_name,
+    is_global_index,
+    mentions_of,
+    param_kind,
+    plain_index,
+    read_kernel,
+    uncast,
 )
+from klineage.source._insert_qualifiers import Inserted, Refusals, Refused, _block_size
 from klineage.source.parse import (
     Parsed,
     Splice,
@@ -107,12 +107,12 @@ def _launches(parsed: Parsed, name: str) -> list:
 
 
 def _not_insertable(parsed: Parsed, function, launches: list):
-    """The flat loop to rewrite (an ``_insert_vector._Loop``), or why not."""
+    """The flat loop to rewrite (a ``_cuda_kernel.LoopFacts``), or why not."""
     text = parsed.text_of(function)
     if _COOPERATIVE.search(text):
         return "it uses __shared__ memory, a barrier or warp intrinsics: threads cooperate, not one " \
                "element each"
-    flat = _flat(_kernel(function), loops_ok=True)
+    flat = flat_shape(read_kernel(function), loops_ok=True)
     if isinstance(flat, Refused):
         return f"not the flat one-element-per-thread shape: {flat.reason}"
     if flat.counter_type not in _WIDE:
@@ -156,7 +156,7 @@ def _body_statements(flat) -> list:
 
 def _outer_write(statements: list) -> str | None:
     """A name the statements assign but do not declare (its value would carry over)."""
-    declared = {_innermost_name(d) for s in statements for n in walk(s) if n.type == "declaration"
+    declared = {innermost_name(d) for s in statements for n in walk(s) if n.type == "declaration"
                 for d in n.children_by_field_name("declarator")}
     targets = [t.text.decode() for s in statements for _, t in writes(s)
                if t is not None and t.type == "identifier"]
@@ -165,7 +165,7 @@ def _outer_write(statements: list) -> str | None:
 
 def _stride_loop(parsed: Parsed, flat) -> str:
     counter, kind = flat.counter, flat.counter_type
-    indent = _indent_of(parsed, flat.node)
+    indent = indent_of(parsed, flat.node)
     header = f"for ({kind} {counter} = {flat.start}; {counter} < {parsed.text_of(flat.bound)}; "
     stride = f"{counter} += ({kind})gridDim.x * blockDim.x)"
     if len(indent + header + stride) > 100:
@@ -183,7 +183,7 @@ def _stride_loop(parsed: Parsed, flat) -> str:
 def _cap_launch(parsed: Parsed, splice: Splice, launch, cap: int) -> None:
     statement = launch.parent
     grid = next(c for c in launch.children if c.type == "kernel_call_syntax").named_children[0]
-    indent = _indent_of(parsed, statement)
+    indent = indent_of(parsed, statement)
     text = parsed.text_of(statement)
     at = grid.start_byte - statement.start_byte
     launched = (text[:at] + "kl_grid" + text[at + grid.end_byte - grid.start_byte:]).replace("\n", "\n  ")
@@ -201,7 +201,7 @@ def stride_removal(parsed: Parsed, loop):
     function = enclosing_function_node(loop)
     if function is None or not is_cuda_kernel(function):
         return "not in a __global__ kernel"
-    kernel = _kernel(function)
+    kernel = read_kernel(function)
     init, condition = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
     update = loop.child_by_field_name("update")
     counter = _counter(init)
@@ -242,30 +242,30 @@ def _counter(init) -> str | None:
     declarators = init.children_by_field_name("declarator")
     if len(declarators) != 1 or declarators[0].type != "init_declarator":
         return None
-    return _innermost_name(declarators[0])
+    return innermost_name(declarators[0])
 
 
 def _starts_at_the_thread(parsed: Parsed, kernel: str, start) -> bool:
     """The global thread index, with blockDim.x or the launches' block size."""
     block = _block_size(parsed, kernel)
-    return _is_global_index(start) or (block is not None and _plain_index(start.text.decode()).replace(
-        block, "blockDim.x") in _GLOBAL_INDEX)
+    return is_global_index(start) or (block is not None and plain_index(start.text.decode()).replace(
+        block, "blockDim.x") in GLOBAL_INDEX)
 
 
 def _start(init):
     return init.children_by_field_name("declarator")[0].child_by_field_name("value")
 
 
-def _grid_stride(parsed: Parsed, kernel: _Kernel, update) -> bool:
+def _grid_stride(parsed: Parsed, kernel: KernelFacts, update) -> bool:
     if update is None or update.type != "assignment_expression" or \
             update.child_by_field_name("operator").type != "+=":
         return False
-    stride = _uncast(update.child_by_field_name("right"))
+    stride = uncast(update.child_by_field_name("right"))
     if stride.type == "identifier" and stride.text.decode() in kernel.locals_:
         stride = kernel.locals_[stride.text.decode()].child_by_field_name("value")
     block = _block_size(parsed, function_name(kernel.node))
     sizes = {"blockDim.x", *([block] if block else [])}
-    plain = _plain_index(parsed.text_of(stride))
+    plain = plain_index(parsed.text_of(stride))
     return any(plain in (f"gridDim.x*{b}", f"{b}*gridDim.x") for b in sizes)
 
 
@@ -292,7 +292,7 @@ def _not_an_if(parsed: Parsed, function, loop, counter: str) -> str | None:
     for node in walk(body):
         if node.type in ("break_statement", "continue_statement") and _own_jump(node, loop):
             return f"the body has a {node.type.split('_')[0]} of the loop's own"
-    if any(s.type == "declaration" and counter in {_innermost_name(d) for d in s.children_by_field_name(
+    if any(s.type == "declaration" and counter in {innermost_name(d) for d in s.children_by_field_name(
             "declarator")} for s in loop.parent.named_children):
         return f"its block declares another {counter}: the counter cannot move out of the loop"
     return None
@@ -301,10 +301,10 @@ def _not_an_if(parsed: Parsed, function, loop, counter: str) -> str | None:
 def _grid_read_elsewhere(function, loop):
     """A use of gridDim outside the loop's stride (and the local holding it), if any."""
     update = loop.child_by_field_name("update")
-    stride = _uncast(update.child_by_field_name("right"))
+    stride = uncast(update.child_by_field_name("right"))
     holder = stride.text.decode() if stride.type == "identifier" else None
     for use in (n for n in walk(function) if n.type == "identifier" and n.text == b"gridDim"):
-        if not any(a == update or (a.type == "init_declarator" and _innermost_name(
+        if not any(a == update or (a.type == "init_declarator" and innermost_name(
                 a.child_by_field_name("declarator")) == holder) for a in ancestors(use)):
             return use
     return None
@@ -320,13 +320,13 @@ def _own_jump(jump, loop) -> bool:
     return False
 
 
-def _host_terms(kernel: _Kernel, node, seen: frozenset = frozenset()):
+def _host_terms(kernel: KernelFacts, node, seen: frozenset = frozenset()):
     """(the bound with const locals expanded, the parameters it names), or why it is not one."""
     pieces, params, cursor, base = [], [], node.start_byte, node.start_byte
     text = node.text.decode()
     for name in (n for n in walk(node) if n.type == "identifier"):
         value = name.text.decode()
-        if _param_kind(kernel, value) == "int":
+        if param_kind(kernel, value) == "int":
             params.append(value)
             continue
         init = kernel.locals_.get(value)
@@ -359,7 +359,7 @@ def remove_grid_stride_loop(parsed: Parsed, hits: list) -> str | None:
         bound, kernel, launches = plan
         init = parsed.text_of(loop.child_by_field_name("initializer")).rstrip(";")
         splice.replace(loop.start_byte, loop.end_byte,
-                       f"{init};\n{_indent_of(parsed, loop)}if "
+                       f"{init};\n{indent_of(parsed, loop)}if "
                        f"({parsed.text_of(loop.child_by_field_name('condition'))}) "
                        f"{parsed.text_of(loop.child_by_field_name('body'))}")
         for launch in launches:
@@ -368,17 +368,17 @@ def remove_grid_stride_loop(parsed: Parsed, hits: list) -> str | None:
     return splice.apply()
 
 
-def _drop_stride_local(parsed: Parsed, splice: Splice, kernel: _Kernel, loop) -> None:
+def _drop_stride_local(parsed: Parsed, splice: Splice, kernel: KernelFacts, loop) -> None:
     """The local that held the stride, when the loop's update was its only reader."""
-    stride = _uncast(loop.child_by_field_name("update").child_by_field_name("right"))
+    stride = uncast(loop.child_by_field_name("update").child_by_field_name("right"))
     init = kernel.locals_.get(stride.text.decode()) if stride.type == "identifier" else None
     if init is None or init.parent.type != "declaration" or len(init.parent.children_by_field_name(
-            "declarator")) != 1 or len(_mentions(kernel.node, stride.text.decode())) != 2:
+            "declarator")) != 1 or len(mentions_of(kernel.node, stride.text.decode())) != 2:
         return
     splice.delete_lines(init.parent.start_byte, init.parent.end_byte)
 
 
-def _uncap_launch(parsed: Parsed, splice: Splice, launch, kernel: _Kernel, bound: str) -> None:
+def _uncap_launch(parsed: Parsed, splice: Splice, launch, kernel: KernelFacts, bound: str) -> None:
     statement = launch.parent
     block = statement.parent
     mine = _CAP.fullmatch(parsed.text_of(block)) if block.type == "compound_statement" else None
@@ -397,7 +397,7 @@ def _uncap_launch(parsed: Parsed, splice: Splice, launch, kernel: _Kernel, bound
     threads = parsed.text_of(config[1])
     grid = config[0]
     splice.replace(grid.start_byte, grid.end_byte, f"(unsigned)(({count} + {threads} - 1) / {threads})")
-    _drop_grid_variable(parsed, splice, launch, _uncast(grid))
+    _drop_grid_variable(parsed, splice, launch, uncast(grid))
 
 
 def _drop_grid_variable(parsed: Parsed, splice: Splice, launch, grid) -> None:
@@ -410,11 +410,11 @@ def _drop_grid_variable(parsed: Parsed, splice: Splice, launch, grid) -> None:
     cap = re.compile(rf"if\s*\(\s*{name}\s*>\s*\w+\s*\)\s*\{{?\s*{name}\s*=\s*\w+;\s*}}?")
     caps = [n for n in walk(launcher) if n.type == "if_statement" and cap.fullmatch(parsed.text_of(n))]
     declarations = [n for n in walk(launcher) if n.type == "declaration" and [
-        _innermost_name(d) for d in n.children_by_field_name("declarator")] == [name]]
+        innermost_name(d) for d in n.children_by_field_name("declarator")] == [name]]
     if len(declarations) != 1:
         return
     spans = [(n.start_byte, n.end_byte) for n in (*caps, *declarations, grid)]
-    for use in _mentions(launcher, name):
+    for use in mentions_of(launcher, name):
         if not any(start <= use.start_byte < end for start, end in spans):
             return
     for node in (*caps, *declarations):

@@ -33,6 +33,23 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from klineage.source._cuda_kernel import (
+    EXITS,
+    GLOBAL_INDEX,
+    VECTOR_BYTES,
+    KernelFacts,
+    LoopFacts,
+    declaration_kind,
+    flat_shape,
+    indent_of,
+    innermost_name,
+    mentions_of,
+    param_kind,
+    plain_index,
+    plus_terms,
+    read_kernel,
+    uncast,
+)
 from klineage.source._insert_qualifiers import Inserted, Refusals, Refused, _block_size
 from klineage.source.parse import (
     Parsed,
@@ -47,14 +64,10 @@ from klineage.source.parse import (
     writes,
 )
 
-VECTOR_BYTES = 16
 ELEMENT_BYTES = {"float": 4, "int": 4, "unsigned": 4, "int32_t": 4, "uint32_t": 4,
                  "__nv_bfloat16": 2, "__half": 2, "half": 2, "nv_bfloat16": 2, "short": 2,
                  "int16_t": 2, "uint16_t": 2}
 _RAW_TYPES = {16: "uint4", 8: "uint2", 4: "unsigned int"}
-_INTEGER_TYPES = {"int", "int64_t", "int32_t", "long", "size_t", "unsigned", "uint32_t", "uint64_t",
-                  "long long", "unsigned int", "unsigned long", "unsigned long long", "ptrdiff_t"}
-_EXITS = ("break_statement", "return_statement", "goto_statement")
 
 
 @dataclass
@@ -83,21 +96,6 @@ class _Group:
     accesses: list = field(default_factory=list)
 
 
-@dataclass
-class _Kernel:
-    node: object
-    params: list[tuple[str, str]]
-    """(name, 'int' | 'ptr:<element>' | other) in order."""
-    locals_: dict[str, object]
-    """Single-assignment locals: name -> initializer node."""
-    needs: set[str] = field(default_factory=set)
-    aligned: set[str] = field(default_factory=set)
-    width: int = 1
-    vector_bytes: int = VECTOR_BYTES
-    flat: bool = False
-    """One chunk per thread: the launch divides its grid by ``width``."""
-
-
 def insert_vectorized_access(parsed: Parsed, params: dict) -> Inserted | Refused:
     if parsed.language != "cuda":
         return Refused("not CUDA: the pass rewrites device loads and stores")
@@ -118,7 +116,7 @@ def insert_vectorized_access(parsed: Parsed, params: dict) -> Inserted | Refused
             continue
         launches = [c for c in calls(launcher) if callee_name(c) == name
                     and any(k.type == "kernel_call_syntax" for k in c.children)]
-        kernel = _kernel(function)
+        kernel = read_kernel(function)
         kernel.vector_bytes = vector_bytes
         if len(launches) != 1:
             why.add(function, f"kl_launch launches {name} {len(launches)} times, not once")
@@ -141,83 +139,32 @@ def insert_vectorized_access(parsed: Parsed, params: dict) -> Inserted | Refused
                                                                       "lanes": widths})
 
 
-def _passes_a_buffer_twice(launch, kernel: _Kernel) -> bool:
+def _passes_a_buffer_twice(launch, kernel: KernelFacts) -> bool:
     arguments = launch.child_by_field_name("arguments").named_children
-    buffers = [_uncast(a).text for a, (_, kind) in zip(arguments, kernel.params, strict=False)
+    buffers = [uncast(a).text for a, (_, kind) in zip(arguments, kernel.params, strict=False)
                if kind.startswith("ptr:")]
     return len(buffers) != len(set(buffers))
-
-
-def _uncast(node):
-    while node.type in ("cast_expression", "parenthesized_expression"):
-        node = node.named_children[-1]
-    return node
 
 
 # ---------------------------------------------------------------------------- kernel facts
 
 
-def _kernel(function) -> _Kernel:
-    params = []
-    declarator = function.child_by_field_name("declarator")
-    while declarator is not None and declarator.type != "function_declarator":
-        declarator = declarator.child_by_field_name("declarator")
-    for param in declarator.child_by_field_name("parameters").named_children:
-        kind, name = _declared(param)
-        params.append((name, kind))
-    assigned = {target.text.decode() for _, target in writes(function)
-                if target is not None and target.type == "identifier"}
-    locals_, counts = {}, {}
-    for node in walk(function.child_by_field_name("body")):
-        if node.type == "init_declarator":
-            name = _innermost_name(node.child_by_field_name("declarator"))
-            counts[name] = counts.get(name, 0) + 1
-            if name not in assigned:
-                locals_[name] = node
-    return _Kernel(function, params, {n: v for n, v in locals_.items() if counts[n] == 1})
-
-
-def _declared(declaration) -> tuple[str, str]:
-    """('int' | 'ptr:<element>' | 'other', name) for a parameter or declaration."""
-    base = re.sub(r"\s+", " ", declaration.child_by_field_name("type").text.decode())
-    declarator = declaration.child_by_field_name("declarator")
-    if declarator is not None and declarator.type == "init_declarator":
-        declarator = declarator.child_by_field_name("declarator")
-    name = _innermost_name(declarator)
-    if declarator is not None and declarator.type == "pointer_declarator" \
-            and declarator.child_by_field_name("declarator").type == "identifier":
-        return f"ptr:{base}", name
-    if declarator is not None and declarator.type == "identifier" and base in _INTEGER_TYPES:
-        return "int", name
-    return "other", name
-
-
-def _innermost_name(declarator) -> str:
-    while declarator is not None and declarator.type != "identifier":
-        declarator = declarator.child_by_field_name("declarator")
-    return declarator.text.decode() if declarator is not None else ""
-
-
-def _param_kind(kernel: _Kernel, name: str) -> str | None:
-    return next((kind for n, kind in kernel.params if n == name), None)
-
-
-def _multiple_of(kernel: _Kernel, node, lanes: int, seen: frozenset = frozenset()) -> frozenset | None:
+def _multiple_of(kernel: KernelFacts, node, lanes: int, seen: frozenset = frozenset()) -> frozenset | None:
     """The integer parameters that must be multiples of ``lanes`` for ``node`` to be one (None:
     not provable)."""
     kind = node.type
     if kind in ("parenthesized_expression", "cast_expression"):
-        return _multiple_of(kernel, _uncast(node), lanes, seen)
+        return _multiple_of(kernel, uncast(node), lanes, seen)
     if kind == "number_literal":
         digits = re.fullmatch(r"(\d+)[uUlL]*", node.text.decode())
         return frozenset() if digits and int(digits.group(1)) % lanes == 0 else None
     if kind == "identifier":
         name = node.text.decode()
-        if _param_kind(kernel, name) == "int":
+        if param_kind(kernel, name) == "int":
             return frozenset({name})
         init = kernel.locals_.get(name)
         value = init.child_by_field_name("value") if init is not None else None
-        if value is None or name in seen or _declaration_kind(init) != "int":
+        if value is None or name in seen or declaration_kind(init) != "int":
             return None
         return _multiple_of(kernel, value, lanes, seen | {name})
     if kind == "binary_expression":
@@ -232,29 +179,16 @@ def _multiple_of(kernel: _Kernel, node, lanes: int, seen: frozenset = frozenset(
     return None
 
 
-def _declaration_kind(init_declarator) -> str:
-    return _declared(init_declarator.parent)[0] if init_declarator.parent.type == "declaration" else ""
-
-
-def _terms(node) -> list:
-    """The summands of a chain of '+' (parentheses and all)."""
-    while node.type == "parenthesized_expression":
-        node = node.named_children[0]
-    if node.type == "binary_expression" and node.child_by_field_name("operator").type == "+":
-        return _terms(node.child_by_field_name("left")) + _terms(node.child_by_field_name("right"))
-    return [node]
-
-
-def _pointer(kernel: _Kernel, name: str, lanes: int, seen: frozenset = frozenset()) -> _Pointer | None:
+def _pointer(kernel: KernelFacts, name: str, lanes: int, seen: frozenset = frozenset()) -> _Pointer | None:
     """Where ``name`` points: a pointer parameter, or a const local ``param + offset``."""
-    kind = _param_kind(kernel, name)
+    kind = param_kind(kernel, name)
     if kind is not None:
         return _Pointer(name, kind[4:], frozenset()) if kind.startswith("ptr:") else None
     init = kernel.locals_.get(name)
     if init is None or name in seen or init.child_by_field_name("value") is None \
-            or not _declaration_kind(init).startswith("ptr:"):
+            or not declaration_kind(init).startswith("ptr:"):
         return None
-    terms = _terms(init.child_by_field_name("value"))
+    terms = plus_terms(init.child_by_field_name("value"))
     bases = [t for t in terms if t.type == "identifier" and _pointer(kernel, t.text.decode(), lanes,
                                                                       seen | {name})]
     if len(bases) != 1:
@@ -267,28 +201,14 @@ def _pointer(kernel: _Kernel, name: str, lanes: int, seen: frozenset = frozenset
             if need is None:
                 return None
             needs |= need
-    element = _declaration_kind(init)[4:]
+    element = declaration_kind(init)[4:]
     return _Pointer(base.root, element, frozenset(needs)) if element == base.element else None
 
 
 # ---------------------------------------------------------------------------- loops
 
 
-@dataclass
-class _Loop:
-    """A unit-stride loop, or a flat kernel's one element per thread (``owner`` its guard)."""
-    node: object
-    counter: str
-    counter_type: str
-    start: str
-    stride: str
-    bound: object
-    body: object
-    owner: object
-    """What the body's unconditional statements belong to (the loop, the guard, the kernel)."""
-
-
-def _unit_stride_loop(loop) -> _Loop | None:
+def _unit_stride_loop(loop) -> LoopFacts | None:
     init = loop.child_by_field_name("initializer")
     condition = loop.child_by_field_name("condition")
     update = loop.child_by_field_name("update")
@@ -314,12 +234,12 @@ def _unit_stride_loop(loop) -> _Loop | None:
     else:
         return None
     counter_type = re.sub(r"\s+", " ", init.child_by_field_name("type").text.decode())
-    return _Loop(loop, name.decode(), counter_type,
+    return LoopFacts(loop, name.decode(), counter_type,
                  declarators[0].child_by_field_name("value").text.decode(), stride,
                  condition.child_by_field_name("right"), loop.child_by_field_name("body"), loop)
 
 
-def _accesses(kernel: _Kernel, loop: _Loop, lanes: int) -> list[_Access]:
+def _accesses(kernel: KernelFacts, loop: LoopFacts, lanes: int) -> list[_Access]:
     """The loop's memory accesses at ``offset + counter`` through a known pointer."""
     found = []
     for node in walk(loop.body):
@@ -327,9 +247,9 @@ def _accesses(kernel: _Kernel, loop: _Loop, lanes: int) -> list[_Access]:
         if node.type == "subscript_expression":
             index = node.child_by_field_name("indices") or node.named_children[-1]
             index = index.named_children[0] if index.type == "subscript_argument_list" else index
-            address = [node.child_by_field_name("argument"), *_terms(index)]
+            address = [node.child_by_field_name("argument"), *plus_terms(index)]
         elif node.type == "pointer_expression" and node.children[0].type == "*":
-            address = _terms(node.child_by_field_name("argument"))
+            address = plus_terms(node.child_by_field_name("argument"))
         if address is None:
             continue
         counters = [t for t in address if t.type == "identifier" and t.text.decode() == loop.counter]
@@ -347,7 +267,7 @@ def _is_store(access) -> bool:
     return parent.type == "assignment_expression" and parent.child_by_field_name("left") == access
 
 
-def _groups(kernel: _Kernel, loop: _Loop, lanes: int) -> list[_Group] | Refused:
+def _groups(kernel: KernelFacts, loop: LoopFacts, lanes: int) -> list[_Group] | Refused:
     """Vectorizable access groups (pointer, offset), or why the loop must stay scalar."""
     accesses = _accesses(kernel, loop, lanes)
     body = loop.body
@@ -379,7 +299,7 @@ def _groups(kernel: _Kernel, loop: _Loop, lanes: int) -> list[_Group] | Refused:
     return kept or Refused(f"no access is provably a whole, aligned chunk of {lanes}")
 
 
-def _group_needs(kernel: _Kernel, group: _Group, counter: str, lanes: int) -> frozenset | None:
+def _group_needs(kernel: KernelFacts, group: _Group, counter: str, lanes: int) -> frozenset | None:
     """Integer parameters that make the group's chunks whole multiples of ``lanes`` from an
     aligned parameter, or None if none can."""
     needs = set(_pointer(kernel, group.pointer, lanes).needs)
@@ -397,8 +317,8 @@ def _address_terms(access) -> list:
     if access.type == "subscript_expression":
         index = access.child_by_field_name("indices") or access.named_children[-1]
         index = index.named_children[0] if index.type == "subscript_argument_list" else index
-        return [access.child_by_field_name("argument"), *_terms(index)]
-    return _terms(access.child_by_field_name("argument"))
+        return [access.child_by_field_name("argument"), *plus_terms(index)]
+    return plus_terms(access.child_by_field_name("argument"))
 
 
 def _unconditional(access, loop) -> bool:
@@ -412,14 +332,14 @@ def _unconditional(access, loop) -> bool:
 # ---------------------------------------------------------------------------- the rewrite
 
 
-def _vectorized_clone(parsed: Parsed, kernel: _Kernel) -> str | Refused:
+def _vectorized_clone(parsed: Parsed, kernel: KernelFacts) -> str | Refused:
     function = kernel.node
     base = function.start_byte
     splice = Splice(parsed.data[base:function.end_byte])
     rewritten, reasons = 0, []
     loops = for_loops(function)
     if not loops:
-        flat = _flat(kernel)
+        flat = flat_shape(kernel)
         if isinstance(flat, Refused):
             return Refused(f"it has no loop, and not the flat one-element-per-thread shape: "
                            f"{flat.reason}")
@@ -453,7 +373,7 @@ def _vectorized_clone(parsed: Parsed, kernel: _Kernel) -> str | Refused:
     return re.sub(rf"\b{re.escape(name)}\b", f"{name}_vec", text, count=1)
 
 
-def _plan(kernel: _Kernel, facts: _Loop) -> tuple[list[_Group], int] | str:
+def _plan(kernel: KernelFacts, facts: LoopFacts) -> tuple[list[_Group], int] | str:
     """The access groups to vectorize and the lanes, noting what the launch guard must check;
     or why not."""
     elements = _loop_elements(kernel, facts)
@@ -480,114 +400,8 @@ def _plan(kernel: _Kernel, facts: _Loop) -> tuple[list[_Group], int] | str:
 
 # ---------------------------------------------------------------------------- flat kernels
 
-_INTEGER_CAST = re.compile(r"\((?:const\s+)?(?:unsigned\s+|signed\s+)?(?:long\s+long|long|int|short|"
-                           r"int64_t|int32_t|uint64_t|uint32_t|size_t|ptrdiff_t|unsigned)\)")
-_GLOBAL_INDEX = {f"{a}+{b}" for product in ("blockIdx.x*blockDim.x", "blockDim.x*blockIdx.x")
-                 for a, b in ((product, "threadIdx.x"), ("threadIdx.x", product))}
 
-
-def _plain_index(text: str) -> str:
-    """An index expression without integer casts, parentheses and spaces: the form compared."""
-    return re.sub(r"[\s()]", "", _INTEGER_CAST.sub("", text))
-
-
-def _is_global_index(node) -> bool:
-    """``blockIdx.x * blockDim.x + threadIdx.x`` in any order, with integer casts: the index
-    that enumerates 0 .. gridDim.x * blockDim.x - 1, one per thread."""
-    return _plain_index(node.text.decode()) in _GLOBAL_INDEX
-
-
-def _operands(node, operator: str) -> list:
-    """The operands of a chain of ``operator`` (``&&`` or ``||``), parentheses dropped."""
-    while node.type == "parenthesized_expression":
-        node = node.named_children[0]
-    if node.type == "binary_expression" and node.child_by_field_name("operator").type == operator:
-        return (_operands(node.child_by_field_name("left"), operator)
-                + _operands(node.child_by_field_name("right"), operator))
-    return [node]
-
-
-def _mentions(node, name: str) -> list:
-    return [n for n in walk(node) if n.type == "identifier" and n.text.decode() == name]
-
-
-def _flat(kernel: _Kernel, loops_ok: bool = False) -> _Loop | Refused:
-    """The flat kernel: declarations, ``T i = <global index>;``, then ``if (i < BOUND [&& ...])
-    BODY`` as the last statement, or ``if (i >= BOUND [|| ...]) return;`` and BODY after it.
-    BODY may hold loops only with ``loops_ok`` (the grid-stride insertion keeps them as they are)."""
-    body = kernel.node.child_by_field_name("body")
-    statements = [c for c in body.named_children if c.type != "comment"]
-    at = next((k for k, st in enumerate(statements) if st.type == "declaration" and any(
-        d.type == "init_declarator" and _is_global_index(d.child_by_field_name("value"))
-        for d in st.children_by_field_name("declarator"))), None)
-    if at is None:
-        return Refused("no local set to blockIdx.x * blockDim.x + threadIdx.x")
-    declaration = statements[at]
-    declarators = declaration.children_by_field_name("declarator")
-    if len(declarators) != 1:
-        return Refused("the global index shares its declaration with other names")
-    index = _innermost_name(declarators[0])
-    if any(_mentions(st, index) for st in statements[:at]) or _mentions(declaration.child_by_field_name(
-            "type"), index):
-        return Refused(f"{index} is used before it is set")
-    if at + 1 >= len(statements) or statements[at + 1].type != "if_statement":
-        return Refused(f"the statement after {index} is not its bounds check")
-    guard = statements[at + 1]
-    condition = guard.child_by_field_name("condition")
-    condition = condition.named_children[0] if condition.type == "condition_clause" else condition
-    consequence = guard.child_by_field_name("consequence")
-    early = consequence.type == "return_statement" or (
-        consequence.type == "compound_statement" and [c.type for c in consequence.named_children]
-        == ["return_statement"])
-    if guard.child_by_field_name("alternative") is not None:
-        return Refused("the bounds check has an else branch")
-    if early:
-        bound = _bound_test(_operands(condition, "||"), index, (">=",), "<=")
-        work, owner = body, kernel.node
-        rest = statements[at + 2:]
-    else:
-        bound = _bound_test(_operands(condition, "&&"), index, ("<",), ">")
-        work, owner, rest = consequence, guard, []
-        if statements[at + 2:]:
-            return Refused("statements follow the bounds-checked block")
-    if isinstance(bound, Refused):
-        return bound
-    counter_type = re.sub(r"\s+", " ", declaration.child_by_field_name("type").text.decode())
-    counter_type = re.sub(r"^const ", "", counter_type)
-    scope = rest if early else [consequence]
-    for statement in scope:
-        for node in walk(statement):
-            if node.type in _EXITS:
-                return Refused("the body has a break, return or goto")
-            if node.type == "call_expression" and callee_name(node) == "__syncthreads":
-                return Refused("the body has a __syncthreads()")
-            if node.type in ("for_statement", "while_statement", "do_statement") and not loops_ok:
-                return Refused("the body holds a loop")
-        if any(t is not None and t.text.decode() == index for _, t in writes(statement)):
-            return Refused(f"the body assigns {index}")
-    if early and not rest:
-        return Refused("nothing follows the bounds check")
-    return _Loop(declaration, index, counter_type, declarators[0].child_by_field_name("value").text.decode(),
-                 "1", bound, work, owner)
-
-
-def _bound_test(operands: list, index: str, operators: tuple, flipped: str):
-    """The BOUND of the one operand ``index < BOUND`` (or its mirror); the others must not
-    name the index."""
-    tests = [o for o in operands if _mentions(o, index)]
-    if len(tests) != 1 or tests[0].type != "binary_expression":
-        return Refused(f"the bounds check does not compare {index} once, alone, with a bound")
-    test = tests[0]
-    operator = test.child_by_field_name("operator").type
-    left, right = test.child_by_field_name("left"), test.child_by_field_name("right")
-    if operator in operators and left.type == "identifier" and left.text.decode() == index:
-        return right
-    if operator == flipped and right.type == "identifier" and right.text.decode() == index:
-        return left
-    return Refused(f"the bounds check is not {index} {operators[0]} BOUND")
-
-
-def _flat_rewrite(parsed: Parsed, splice: Splice, kernel: _Kernel, flat: _Loop, groups: list[_Group],
+def _flat_rewrite(parsed: Parsed, splice: Splice, kernel: KernelFacts, flat: LoopFacts, groups: list[_Group],
                   lanes: int, base: int) -> None:
     """``T i = G;`` -> ``const T kl_i0 = (T)(G) * V;``; the bounds check tests the chunk, and the
     body runs for its V lanes between the 16-byte loads and stores. The launch divides the grid
@@ -600,10 +414,10 @@ def _flat_rewrite(parsed: Parsed, splice: Splice, kernel: _Kernel, flat: _Loop, 
     while guard.type == "comment":
         guard = guard.next_named_sibling
     condition = guard.child_by_field_name("condition")
-    (mention,) = _mentions(condition, flat.counter)
+    (mention,) = mentions_of(condition, flat.counter)
     test = parsed.data[condition.start_byte:mention.start_byte].decode() + chunk + \
         parsed.data[mention.end_byte:condition.end_byte].decode()
-    indent = _indent_of(parsed, guard)
+    indent = indent_of(parsed, guard)
     if flat.owner == guard:
         inner = indent + "  "
         lines = [f"if {test} {{", *_chunk(parsed, kernel, flat, groups, lanes, chunk, inner,
@@ -618,12 +432,12 @@ def _flat_rewrite(parsed: Parsed, splice: Splice, kernel: _Kernel, flat: _Loop, 
     splice.replace(first.start_byte - base, last.end_byte - base, "\n".join(lines))
 
 
-def _blocked(loop, facts: _Loop) -> str | None:
+def _blocked(loop, facts: LoopFacts) -> str | None:
     body = loop.child_by_field_name("body")
     if any(target is not None and target.text.decode() == facts.counter for _, target in writes(body)):
         return f"assigns its counter {facts.counter} in the body"
     for node in walk(body):
-        if node.type in _EXITS:
+        if node.type in EXITS:
             return "has a break, return or goto"
         if node.type == "call_expression" and callee_name(node) == "__syncthreads":
             return "has a __syncthreads()"
@@ -632,30 +446,30 @@ def _blocked(loop, facts: _Loop) -> str | None:
     return None
 
 
-def _not_a_partition(parsed: Parsed, kernel: _Kernel, facts: _Loop) -> str | None:
+def _not_a_partition(parsed: Parsed, kernel: KernelFacts, facts: LoopFacts) -> str | None:
     """Why the loop's iterations, over all threads, might not be every j in [0, BOUND) once,
     if so. The chunked copy runs chunk ``START + m * STRIDE`` where the loop ran element
     ``START + m * STRIDE``: the same elements only when the loop partitions the range, i.e. from
     0 by 1, or each thread from its index by the number of threads (of the block, the grid or
     the warp). A loop from 1 (a max seeded with x[0]) would skip elements 1 to V - 1."""
-    start, stride = _plain_index(facts.start), _plain_index(facts.stride)
+    start, stride = plain_index(facts.start), plain_index(facts.stride)
     if start == "0" and stride == "1":
         return None
     lane = kernel.locals_.get(start)
     lane_value = lane.child_by_field_name("value") if lane is not None else None
-    if lane_value is not None and _plain_index(lane_value.text.decode()) in (
+    if lane_value is not None and plain_index(lane_value.text.decode()) in (
             "threadIdx.x%32", "threadIdx.x&31", "threadIdx.x%warpSize") and stride in ("32", "warpSize"):
         return None
     block = _block_size(parsed, function_name(kernel.node))
     if start == "threadIdx.x" and (stride == "blockDim.x" or (block is not None and stride == block)):
         return None
-    if start in _GLOBAL_INDEX and stride in ("blockDim.x*gridDim.x", "gridDim.x*blockDim.x"):
+    if start in GLOBAL_INDEX and stride in ("blockDim.x*gridDim.x", "gridDim.x*blockDim.x"):
         return None
     return (f"runs from {facts.start.strip()} by {facts.stride.strip()}: not every element of the "
             f"range once over all threads, which chunking it needs")
 
 
-def _loop_elements(kernel: _Kernel, facts: _Loop) -> set[str]:
+def _loop_elements(kernel: KernelFacts, facts: LoopFacts) -> set[str]:
     elements = set()
     for access in _accesses(kernel, facts, 1):
         pointer = _pointer(kernel, access.pointer, 1)
@@ -665,9 +479,9 @@ def _loop_elements(kernel: _Kernel, facts: _Loop) -> set[str]:
     return elements
 
 
-def _vector_loop(parsed: Parsed, kernel: _Kernel, facts: _Loop, groups: list[_Group], lanes: int,
+def _vector_loop(parsed: Parsed, kernel: KernelFacts, facts: LoopFacts, groups: list[_Group], lanes: int,
                  base: int) -> str:
-    indent = _indent_of(parsed, facts.node)
+    indent = indent_of(parsed, facts.node)
     chunk = f"kl_{facts.counter}0"
     start = "0" if facts.start.strip() == "0" else f"({facts.start}) * {lanes}"
     step = str(lanes) if facts.stride.strip() == "1" else f"({facts.stride}) * {lanes}"
@@ -678,7 +492,7 @@ def _vector_loop(parsed: Parsed, kernel: _Kernel, facts: _Loop, groups: list[_Gr
                                       body.start_byte, body.end_byte), f"{indent}}}"])
 
 
-def _chunk(parsed: Parsed, kernel: _Kernel, facts: _Loop, groups: list[_Group], lanes: int,
+def _chunk(parsed: Parsed, kernel: KernelFacts, facts: LoopFacts, groups: list[_Group], lanes: int,
            chunk: str, inner: str, start: int, end: int) -> list[str]:
     """One chunk's lines: the 16-byte loads, the body (the source from ``start`` to ``end``, a
     block or statements) once per lane with its accesses on the lanes, the 16-byte stores."""
@@ -714,13 +528,7 @@ def _chunk(parsed: Parsed, kernel: _Kernel, facts: _Loop, groups: list[_Group], 
     return [*lines, f"{inner}}}", *stores]
 
 
-def _indent_of(parsed: Parsed, node) -> str:
-    line_start = parsed.data.rfind(b"\n", 0, node.start_byte) + 1
-    prefix = parsed.data[line_start:node.start_byte].decode()
-    return prefix if not prefix.strip() else " " * len(prefix)
-
-
-def _splice_launch(parsed: Parsed, splice: Splice, launcher, launch, kernel: _Kernel) -> None:
+def _splice_launch(parsed: Parsed, splice: Splice, launcher, launch, kernel: KernelFacts) -> None:
     """``K<<<...>>>(args);`` -> ``if (guard) K_vec<<<...>>>(args); else K<<<...>>>(args);``, with
     the guard declared before the launcher's first use of K. Other uses (an occupancy query that
     sizes a persistent grid) become ``guard ? K_vec : K``: a grid sized for the general kernel's
@@ -737,7 +545,7 @@ def _splice_launch(parsed: Parsed, splice: Splice, launcher, launch, kernel: _Ke
     guard = f"kl_{name}_vec_ok"
     call = statement.text.decode().replace("\n", "\n  ")  # continuation lines move in with it
     fast = call.replace(name, f"{name}_vec", 1)
-    indent = _indent_of(parsed, statement)
+    indent = indent_of(parsed, statement)
     if kernel.flat:  # a thread per chunk of V: a grid of G blocks becomes ceil(G / V)
         grid = next(c for c in launch.children if c.type == "kernel_call_syntax").named_children[0]
         at = grid.start_byte - statement.start_byte
@@ -762,7 +570,7 @@ def _splice_launch(parsed: Parsed, splice: Splice, launcher, launch, kernel: _Ke
         if not needed <= _declared_before(launcher, body, first):  # set inside the loop it sits in
             _guard_in_place(splice, statement, guard, checks, branches, indent)
             return
-    place = _indent_of(parsed, first)
+    place = indent_of(parsed, first)
     line_start = parsed.data.rfind(b"\n", 0, first.start_byte) + 1
     splice.replace(line_start, line_start,
                    f"{place}const bool {guard} = {f' &&{chr(10)}{place}    '.join(checks) or 'true'};\n")
@@ -795,5 +603,5 @@ def _declared_before(launcher, body, statement) -> set[str]:
         if node.start_byte >= statement.start_byte:
             break
         if node.type == "declaration":
-            names |= {_innermost_name(d) for d in node.children_by_field_name("declarator")}
+            names |= {innermost_name(d) for d in node.children_by_field_name("declarator")}
     return names

@@ -40,16 +40,16 @@ from __future__ import annotations
 
 import re
 
+from klineage.source._cuda_kernel import (
+    indent_of,
+    innermost_name,
+    plain_index,
+    plus_terms,
+    read_kernel,
+    uncast,
+)
 from klineage.source._detect_cuda import SHUFFLES
 from klineage.source._insert_qualifiers import Inserted, Refusals, Refused
-from klineage.source._insert_vector import (
-    _indent_of,
-    _innermost_name,
-    _kernel,
-    _plain_index,
-    _terms,
-    _uncast,
-)
 from klineage.source.parse import (
     Parsed,
     Splice,
@@ -114,7 +114,7 @@ def _full_mask(text: str) -> bool:
 def _scalar_type(function, name: str) -> str | None:
     for node in walk(function):
         if node.type in ("parameter_declaration", "declaration") and any(
-                d.type in ("identifier", "init_declarator") and _innermost_name(d) == name
+                d.type in ("identifier", "init_declarator") and innermost_name(d) == name
                 for d in node.children_by_field_name("declarator")):
             kind = re.sub(r"\s+", " ", node.child_by_field_name("type").text.decode())
             return kind if kind in _SCALARS else None
@@ -207,12 +207,12 @@ def _uniform(function, node, seen: frozenset) -> bool:
 def _warp_index(function, numerator, seen: frozenset) -> bool:
     """Whether ``numerator / 32`` is one value per warp: threadIdx.x plus uniform multiples of 32
     (a product with blockDim.x counts: blocks are whole warps)."""
-    terms, locals_ = _terms(_uncast(numerator)), _kernel(function).locals_
-    lanes = [t for t in terms if _plain_index(t.text.decode()) == "threadIdx.x" or (
-        t.type == "identifier" and t.text.decode() in locals_ and _plain_index(
+    terms, locals_ = plus_terms(uncast(numerator)), read_kernel(function).locals_
+    lanes = [t for t in terms if plain_index(t.text.decode()) == "threadIdx.x" or (
+        t.type == "identifier" and t.text.decode() in locals_ and plain_index(
             locals_[t.text.decode()].child_by_field_name("value").text.decode()) == "threadIdx.x")]
     whole = [t for t in terms if t not in lanes and _uniform(function, t, seen) and (
-        "blockDim.x" in _plain_index(t.text.decode()).split("*")
+        "blockDim.x" in plain_index(t.text.decode()).split("*")
         or (re.fullmatch(r"\d+", t.text.decode()) and int(t.text.decode()) % 32 == 0))]
     return len(lanes) == 1 and len(lanes) + len(whole) == len(terms)
 
@@ -224,12 +224,12 @@ def _uniform_name(function, name: str, seen: frozenset) -> bool:
         return True
     values, declared = [], False
     for node in walk(function):
-        if node.type == "parameter_declaration" and _innermost_name(node.child_by_field_name(
+        if node.type == "parameter_declaration" and innermost_name(node.child_by_field_name(
                 "declarator")) == name:
             return is_cuda_kernel(function)
         if node.type == "declaration":
             for declarator in node.children_by_field_name("declarator"):
-                if _innermost_name(declarator) == name:
+                if innermost_name(declarator) == name:
                     declared = True
                     if declarator.type == "init_declarator":
                         values.append(declarator.child_by_field_name("value"))
@@ -268,7 +268,7 @@ def remove_warp_shuffle(parsed: Parsed, hits: list) -> str | None:
         text = parsed.text_of(statement)
         at = call.start_byte - statement.start_byte
         exchanged, returned = text[:at] + slot + text[at + call.end_byte - call.start_byte:], ""
-        indent = _indent_of(parsed, statement)
+        indent = indent_of(parsed, statement)
         indent = re.match(r"\s*", parsed.data[parsed.data.rfind(b"\n", 0, statement.start_byte) + 1:]
                           .decode()).group(0) if statement.parent.type in _LOOPS else indent
         if statement.type == "return_statement":  # read, wait for every lane's read, then return
@@ -285,7 +285,7 @@ def remove_warp_shuffle(parsed: Parsed, hits: list) -> str | None:
 def _declare(parsed: Parsed, splice: Splice, function, kind: str) -> None:
     body = function.child_by_field_name("body")
     first = body.named_children[0] if body.named_children else None
-    indent = _indent_of(parsed, first) if first is not None else "  "
+    indent = indent_of(parsed, first) if first is not None else "  "
     splice.replace(body.start_byte + 1, body.start_byte + 1,
                    f"\n{indent}__shared__ {kind} kl_exchange[1024];  // warp exchanges: a slot per thread"
                    f"\n{indent}const unsigned kl_tid = {_TID};")
