@@ -321,6 +321,9 @@ def _flat(body="if (i < n) y[i] = a * x[i];",
     "if (i < n) y[i] = a * x[i];",
     "if (i < n) {\n    const float v = x[i];\n    y[i] = a * v;\n  }",
     "if (i >= n) return;\n  y[i] = a * x[i];",
+    # another coordinate declared between the index and its check (held-out bias_gelu_2d's
+    # 'int col = ...; int row = ...; if (row < rows && col < cols)', refused before)
+    "const int w = blockIdx.y;\n  if (w < 1 && i < n) y[i] = a * x[i];",
 ])
 def test_vectorized_access_gives_a_flat_kernel_one_chunk_per_thread_and_a_smaller_grid(body):
     (edit,) = insertion_edits(_flat(body), "cuda", "vectorized_access")
@@ -348,6 +351,8 @@ def test_vectorized_access_gives_a_flat_kernel_one_chunk_per_thread_and_a_smalle
     ("a kernel with a loop is judged by its loops: the loop at line 5: no access p[OFF + k]",
      _flat(body="if (i < n) { float s = 0.0f; for (int k = 0; k < 3; ++k) s += x[i]; y[i] = s; }")),
     ("statements follow the bounds-checked block", _flat(body="if (i < n) y[i] = a * x[i];\n  y[0] = 0;")),
+    ("the first statement after i that is not a declaration without it is not its bounds check",
+     _flat(body="const long long j = i / 2;\n  if (j < n) y[j] = a * x[j];")),
     ("the store to y is conditional", _flat(body="if (i < n) { if (x[i] > 0) y[i] = 1.0f; }")),
 ])
 def test_vectorized_access_says_why_a_flat_kernel_is_left_alone(why, kernel):

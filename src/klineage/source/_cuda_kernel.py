@@ -107,6 +107,8 @@ class LoopFacts:
     body: object
     owner: object
     """What the body's unconditional statements belong to (the loop, the guard, the kernel)."""
+    guard: object = None
+    """A flat kernel's bounds check (None for a loop)."""
 
 
 INTEGER_CAST = re.compile(r"\((?:const\s+)?(?:unsigned\s+|signed\s+)?(?:long\s+long|long|int|short|"
@@ -161,9 +163,14 @@ def flat_shape(kernel: KernelFacts, loops_ok: bool = False) -> LoopFacts | Refus
     if any(mentions_of(st, index) for st in statements[:at]) or mentions_of(declaration.child_by_field_name(
             "type"), index):
         return Refused(f"{index} is used before it is set")
-    if at + 1 >= len(statements) or statements[at + 1].type != "if_statement":
-        return Refused(f"the statement after {index} is not its bounds check")
-    guard = statements[at + 1]
+    check = at + 1  # other coordinates may come first ('int row = blockIdx.y * ...;')
+    while check < len(statements) and statements[check].type == "declaration" \
+            and not mentions_of(statements[check], index):
+        check += 1
+    if check >= len(statements) or statements[check].type != "if_statement":
+        return Refused(f"the first statement after {index} that is not a declaration without it is "
+                       "not its bounds check")
+    guard = statements[check]
     condition = guard.child_by_field_name("condition")
     condition = condition.named_children[0] if condition.type == "condition_clause" else condition
     consequence = guard.child_by_field_name("consequence")
@@ -175,11 +182,11 @@ def flat_shape(kernel: KernelFacts, loops_ok: bool = False) -> LoopFacts | Refus
     if early:
         bound = bound_test(chain_operands(condition, "||"), index, (">=",), "<=")
         work, owner = body, kernel.node
-        rest = statements[at + 2:]
+        rest = statements[check + 1:]
     else:
         bound = bound_test(chain_operands(condition, "&&"), index, ("<",), ">")
         work, owner, rest = consequence, guard, []
-        if statements[at + 2:]:
+        if statements[check + 1:]:
             return Refused("statements follow the bounds-checked block")
     if isinstance(bound, Refused):
         return bound
@@ -199,7 +206,7 @@ def flat_shape(kernel: KernelFacts, loops_ok: bool = False) -> LoopFacts | Refus
     if early and not rest:
         return Refused("nothing follows the bounds check")
     start = declarators[0].child_by_field_name("value").text.decode()
-    return LoopFacts(declaration, index, counter_type, start, "1", bound, work, owner)
+    return LoopFacts(declaration, index, counter_type, start, "1", bound, work, owner, guard)
 
 
 def bound_test(operands: list, index: str, operators: tuple, flipped: str):

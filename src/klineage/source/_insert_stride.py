@@ -118,7 +118,7 @@ def _not_insertable(parsed: Parsed, function, launches: list):
     if flat.counter_type not in _WIDE:
         return (f"its index {flat.counter} is a 32-bit {flat.counter_type}: {flat.counter} += the "
                 "grid's thread count could wrap before it reaches the bound")
-    guard = _guard(flat)
+    guard = flat.guard
     condition = guard.child_by_field_name("condition").named_children[0]
     if flat.bound.parent != condition:
         return f"its bounds check tests more than {flat.counter} against the bound"
@@ -140,15 +140,8 @@ def _not_insertable(parsed: Parsed, function, launches: list):
     return flat
 
 
-def _guard(flat):
-    guard = flat.node.next_named_sibling
-    while guard.type == "comment":
-        guard = guard.next_named_sibling
-    return guard
-
-
 def _body_statements(flat) -> list:
-    guard = _guard(flat)
+    guard = flat.guard
     if flat.owner == guard:
         return [flat.body]
     return [c for c in flat.body.named_children if c.start_byte > guard.start_byte]
@@ -171,7 +164,7 @@ def _stride_loop(parsed: Parsed, flat) -> str:
     if len(indent + header + stride) > 100:
         header = f"{header.rstrip()}\n{indent}     "
     header += stride
-    guard = _guard(flat)
+    guard = flat.guard
     if flat.owner == guard:
         return f"{header} {parsed.text_of(flat.body)}"
     statements = _body_statements(flat)

@@ -410,9 +410,7 @@ def _flat_rewrite(parsed: Parsed, splice: Splice, kernel: KernelFacts, flat: Loo
     declaration = flat.node
     splice.replace(declaration.start_byte - base, declaration.end_byte - base,
                    f"const {flat.counter_type} {chunk} = ({flat.counter_type})({flat.start}) * {lanes};")
-    guard = declaration.next_named_sibling
-    while guard.type == "comment":
-        guard = guard.next_named_sibling
+    guard = flat.guard
     condition = guard.child_by_field_name("condition")
     (mention,) = mentions_of(condition, flat.counter)
     test = parsed.data[condition.start_byte:mention.start_byte].decode() + chunk + \
