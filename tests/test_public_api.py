@@ -57,7 +57,7 @@ EXPECTED = {
                         "OptimizeFinished", "OptimizeMeta", "OptimizeOptions", "OptimizeResult",
                         "StartGated", "default_inputs", "optimize"],
     klineage.bench: ["BenchMeta", "BenchResult", "bench", "budget_to_fraction", "leave_one_out",
-                     "suite_workloads", "summarize", "without_workload"],
+                     "resume_bench", "suite_workloads", "summarize", "without_workload"],
 }
 
 
