@@ -143,7 +143,8 @@ def test_klineage_orders_the_passes_after_its_cards_by_what_the_mines_measured()
     # without findings the passes come in the decision table's order, as for rules-table, and
     # what the table forbids comes last instead of never
     for seed in range(3):
-        ours, table = _order("klineage", MethodInputs(), seed)[0], _order("rules-table", MethodInputs(), seed)[0]
+        ours = _order("klineage", MethodInputs(), seed)[0]
+        table = _order("rules-table", MethodInputs(), seed)[0]
         assert ours[:len(table)] == table and set(ours[len(table):]) == {"unroll"}
 
 

@@ -272,6 +272,10 @@ def _mount_subcommands() -> None:
 
     app.add_typer(memory_app, name="memory",
                   help="Build the memory baseline's store from its own forward runs.")
+    from klineage.cli.imports import import_app
+
+    app.add_typer(import_app, name="import",
+                  help="Turn other benchmarks' problem files (KernelBench) into workloads.")
 
 
 _mount_subcommands()

@@ -1,0 +1,96 @@
+"""Sizes the importer finds by running the module: ``[quick_axes]`` and ``[[check_shapes]]``.
+
+Probe subprocess only (it runs the problem's code). A size counts only when the Model runs
+there and every input, weight and output has the shape the fitted expressions give.
+"""
+
+from __future__ import annotations
+
+import time
+from types import ModuleType
+
+from klineage.workload import _expr
+from klineage.workload.kernelbench._runs import ProblemError, build, forward
+
+__all__ = ["check_shapes", "quick_axes"]
+
+QUICK_SECONDS = 0.25
+"""A quick size's reference (build the Model, draw inputs, forward) takes at most this long."""
+_FACTORS = (4096, 1024, 256, 64, 16, 4, 1)
+_SCALED_FROM = 16  # axes below this (kernel sizes, channels of 3) keep their file value
+
+
+def quick_axes(module: ModuleType, bench: dict[str, int], axes: list[str],
+               shapes: dict[str, list]) -> tuple[dict[str, int], str]:
+    """The largest of the benchmark sizes divided by 4096, 1024, ... 1 whose reference runs
+    within ``QUICK_SECONDS`` on one CPU thread; the note says how long it took."""
+    best, note, last_error = None, "", ""
+    for factor in _FACTORS:
+        values = _scaled(bench, axes, factor)
+        if best is not None and values == best:
+            continue
+        started = time.perf_counter()
+        problem = _runs_at(module, values, shapes)
+        seconds = time.perf_counter() - started
+        if problem:
+            last_error = problem
+            continue
+        if seconds > QUICK_SECONDS:
+            break
+        best, note = values, f"reference {seconds * 1e3:.0f} ms on 1 CPU thread"
+    if best is None:
+        raise ProblemError(f"the Model ran at none of the benchmark sizes scaled down: {last_error}")
+    return {a: best[a] for a in axes}, note
+
+
+def check_shapes(module: ModuleType, bench: dict[str, int], quick: dict[str, int], axes: list[str],
+                 shapes: dict[str, list]) -> tuple[list[dict[str, int]], list[str]]:
+    """Smaller and odd sizes where the module runs; notes say which candidates did not, and why."""
+    kept: list[dict[str, int]] = []
+    notes: list[str] = []
+    for candidate in _candidates(bench, quick, axes):
+        if candidate in kept or candidate == {a: bench[a] for a in axes}:
+            continue
+        problem = _runs_at(module, {**bench, **candidate}, shapes)
+        label = " ".join(f"{k}={v}" for k, v in candidate.items())
+        if problem:
+            notes.append(f"{label}: {problem}")
+        else:
+            kept.append(candidate)
+    return kept, notes
+
+
+def _scaled(bench: dict[str, int], axes: list[str], factor: int) -> dict[str, int]:
+    return {k: max(1, v // factor) if k in axes and v >= _SCALED_FROM else v for k, v in bench.items()}
+
+
+def _candidates(bench: dict[str, int], quick: dict[str, int], axes: list[str]) -> list[dict[str, int]]:
+    """Odd sizes near the quick ones, distinct per axis; small odd sizes; each axis at 1."""
+    movable = [a for a in axes if bench[a] >= _SCALED_FROM] or list(axes)
+    def odd(value: int) -> int:
+        return max(1, value if value % 2 else value - 1)
+    near = {a: odd(quick[a] - 2 * i) if a in movable else quick[a] for i, a in enumerate(axes)}
+    small = {a: min(odd(3 + 2 * i), bench[a]) if a in movable else quick[a]
+             for i, a in enumerate(axes)}
+    ones = [dict(small, **{a: 1}) for a in movable]
+    return [near, small, *ones]
+
+
+def _runs_at(module: ModuleType, values: dict[str, int], shapes: dict[str, list]) -> str | None:
+    """None when the Model runs at ``values`` with every shape as fitted; else the reason."""
+    try:
+        run = build(module, values)
+        outputs = forward(run)
+    except Exception as exc:  # the module does not run at this size
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:200]
+    tensors = {f"in:{i}": t for i, t in enumerate(run.inputs)}
+    tensors.update({f"w:{k}": t for k, t in run.model.state_dict().items()})
+    tensors.update({f"out:{i}": t for i, t in enumerate(outputs)})
+    for key, expressions in shapes.items():
+        want = [d if isinstance(d, int) else int(_expr.evaluate(d, values)) for d in expressions]
+        got = list(tensors[key].shape) if key in tensors else None
+        if got != want:
+            return f"{key} has shape {got}, the fitted shape gives {want}"
+        if any(d < 1 for d in want):
+            return f"{key} would have an empty dimension {want}"
+    return None
