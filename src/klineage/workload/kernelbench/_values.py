@@ -8,8 +8,9 @@ Model's default initialisation produced at the benchmark sizes under seed 0:
   so a kernel that ignores the tensor cannot pass;
 * floats with mean within 0.05 of 0 and standard deviation within 5% of 1 (``torch.randn``):
   ``normal``;
-* other floats: ``uniform:MIN:MAX`` over the observed range, rounded outward to 4 significant
-  digits (``torch.rand`` gives 0..1; ``nn.Linear`` gives ±1/sqrt(in_features)).
+* other floats: ``uniform:MIN:MAX`` over the observed range, rounded outward on a grid of a
+  hundredth of the range's order of magnitude (``torch.rand`` gives 0..1; ``nn.Linear(256, n)``
+  gives ±0.063 for its ±1/16).
 """
 
 from __future__ import annotations
@@ -32,17 +33,16 @@ def init_for(dtype: str, stats: ValueStats) -> tuple[str, str]:
             return f"randint:{int(low) - 1}:{int(high) + 2}", f"constant {int(low)}: widened by ±1"
         return f"randint:{int(low)}:{int(high) + 1}", "the observed integer range"
     if high <= low:
-        return (f"uniform:{_round(low - 0.5, -1)}:{_round(low + 0.5, 1)}",
+        return (f"uniform:{_round(low - 0.5, 1, -1)}:{_round(low + 0.5, 1, 1)}",
                 f"constant {low:g}: widened to ±0.5 so the tensor must be read")
     if abs(stats["mean"]) < 0.05 and abs(stats["std"] - 1.0) < 0.05:
         return "normal", "standard normal values"
-    return f"uniform:{_round(low, -1)}:{_round(high, 1)}", "the observed range"
+    span = high - low
+    return f"uniform:{_round(low, span, -1)}:{_round(high, span, 1)}", "the observed range"
 
 
-def _round(value: float, direction: int) -> str:
-    """``value`` to 4 significant digits, rounded away from the range's inside."""
-    if value == 0:
-        return "0"
-    scale = 10 ** (math.floor(math.log10(abs(value))) - 3)
-    rounded = (math.ceil if direction > 0 else math.floor)(value / scale) * scale
-    return f"{rounded:.4g}"
+def _round(value: float, span: float, direction: int) -> str:
+    """``value`` on a grid of 1/100 of ``span``'s power of ten, rounded away from the inside."""
+    grid = 10.0 ** (math.floor(math.log10(span)) - 2)
+    steps = (math.ceil if direction > 0 else math.floor)(round(value / grid, 6))
+    return f"{steps * grid:.6g}"

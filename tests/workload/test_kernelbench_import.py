@@ -1,0 +1,157 @@
+"""`klineage import kernelbench`: our own KernelBench-format problems (tests/fixtures/kernelbench)
+imported on the CPU, checked field by field, then gated with naive C kernels and wrong ones."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import FIXTURES
+from klineage.cli import app
+from klineage.gate import GateOptions, Limits, run_gate
+from klineage.workload import load_kernel, load_workload
+from klineage.workload.kernelbench import import_kernelbench
+
+pytest.importorskip("torch")
+
+PROBLEMS = FIXTURES / "kernelbench"
+KERNELS = FIXTURES / "kernelbench_kernels"
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    out = tmp_path_factory.mktemp("kb")
+    outcomes = import_kernelbench([PROBLEMS], out)
+    return out, {o.name: o for o in outcomes}
+
+
+@pytest.fixture
+def correctness() -> GateOptions:
+    return GateOptions(profile=False, limits=Limits(stall_s=30, memory_bytes=2 << 30))
+
+
+def test_every_problem_but_the_broken_one_is_imported(imported):
+    _, outcomes = imported
+    assert sorted(outcomes) == ["1_relu", "2_row_softmax", "3_linear", "4_rmsnorm", "9_broken_forward"]
+    assert [n for n, o in outcomes.items() if not o.ok] == ["9_broken_forward"]
+    error = outcomes["9_broken_forward"].error
+    assert "ValueError" in error and "broken on purpose" in error
+
+
+def test_relu_axes_are_the_constants_in_file_order(imported):
+    out, _ = imported
+    workload = load_workload(out / "1_relu")
+    assert workload.framework == "torch"
+    assert workload.axes == {"rows": 64, "cols": 1000}
+    assert [(t.name, t.shape, t.dtype, t.init) for t in workload.inputs] == [
+        ("x", ("rows", "cols"), "float32", "normal")]
+    assert [(t.name, t.shape) for t in workload.outputs] == [("out", ("rows", "cols"))]
+    assert workload.params == {}
+    assert workload.cost.bytes == "4*rows*cols + 4*rows*cols" and workload.cost.flops is None
+    assert (out / "1_relu" / "1_relu.py").read_bytes() == (PROBLEMS / "1_relu.py").read_bytes()
+
+
+def test_linear_weights_follow_the_axes_with_the_default_init_range(imported):
+    out, outcomes = imported
+    workload = load_workload(out / "3_linear")
+    assert list(workload.axes) == ["tokens", "in_features", "out_features"]
+    assert outcomes["3_linear"].params == {}  # both init inputs follow axes
+    shapes = {t.name: t.shape for t in workload.inputs}
+    assert shapes == {"x": ("tokens", "in_features"), "fc_weight": ("out_features", "in_features"),
+                      "fc_bias": ("out_features",)}
+    assert workload.outputs[0].shape == ("tokens", "out_features")
+    # nn.Linear draws U(-1/sqrt(256), 1/sqrt(256)) = +-0.0625
+    kind, low, high = next(t.init for t in workload.inputs if t.name == "fc_weight").split(":")
+    assert kind == "uniform" and -0.07 < float(low) <= -0.0625 and 0.0625 <= float(high) < 0.07
+
+
+def test_rmsnorm_eps_is_a_param_and_the_ones_weight_is_widened(imported):
+    out, _ = imported
+    workload = load_workload(out / "4_rmsnorm")
+    assert workload.axes == {"batch_size": 16, "features": 2048}
+    assert workload.params == {"eps": 1e-5}
+    weight = workload.inputs[1]
+    assert (weight.name, weight.shape, weight.init) == ("weight", ("features",), "uniform:0.5:1.5")
+    assert workload.tolerance_for(workload.outputs[0]) == (1e-4, 1e-4)
+
+
+@pytest.mark.parametrize("name", ["1_relu", "2_row_softmax", "3_linear", "4_rmsnorm"])
+def test_check_shapes_are_smaller_odd_and_include_ones(imported, name):
+    out, _ = imported
+    workload = load_workload(out / name)
+    shapes = workload.check_shapes
+    assert len(shapes) >= 3
+    assert all(all(shape[a] <= workload.axes[a] for a in workload.axes) for shape in shapes)
+    assert any(all(v % 2 == 1 for v in shape.values()) for shape in shapes)
+    assert any(1 in shape.values() for shape in shapes)
+    assert load_workload(out / name, quick=True).quick
+
+
+def _gate(workload_dir: Path, kernel: str, options: GateOptions):
+    workload = load_workload(workload_dir)
+    return run_gate(workload, load_kernel(workload, KERNELS / kernel), options=options)
+
+
+def test_naive_c_kernels_pass_the_gate_on_imported_workloads(imported, correctness):
+    out, _ = imported
+    for workload, kernel in (("3_linear", "linear_naive"), ("4_rmsnorm", "rmsnorm_naive")):
+        report = _gate(out / workload, kernel, correctness)
+        assert report.verdict.value == "accepted", f"{workload}/{kernel}: {report.reason}"
+
+
+def test_lower_precision_and_wrong_kernels_fail(imported, correctness):
+    out, _ = imported
+    bf16 = _gate(out / "3_linear", "linear_bf16", correctness)
+    assert bf16.verdict.value == "incorrect", bf16.reason
+    no_weight = _gate(out / "4_rmsnorm", "rmsnorm_no_weight", correctness)
+    assert no_weight.verdict.value == "incorrect", no_weight.reason
+
+
+BROKEN = {
+    "syntax.py": "class Model(:\n    pass\n",
+    "no_model.py": "import torch\ndef get_inputs():\n    return [torch.randn(4)]\n"
+                   "def get_init_inputs():\n    return []\n",
+    "tensor_init.py": (
+        "import torch\nimport torch.nn as nn\nn = 8\n"
+        "class Model(nn.Module):\n    def __init__(self, table):\n        super().__init__()\n"
+        "        self.table = table\n    def forward(self, x):\n        return x * self.table\n"
+        "def get_inputs():\n    return [torch.randn(n)]\n"
+        "def get_init_inputs():\n    return [torch.randn(n)]\n"),
+    "not_tensor.py": (
+        "import torch\nimport torch.nn as nn\nn = 8\n"
+        "class Model(nn.Module):\n    def forward(self, x):\n        return x.sum().item()\n"
+        "def get_inputs():\n    return [torch.randn(n)]\n"
+        "def get_init_inputs():\n    return []\n"),
+}
+
+
+def test_broken_problems_are_one_line_each_and_the_cli_goes_on(tmp_path):
+    folder = tmp_path / "problems"
+    folder.mkdir()
+    for name, text in BROKEN.items():
+        (folder / name).write_text(text)
+    shutil.copy(PROBLEMS / "1_relu.py", folder)
+    result = CliRunner().invoke(app, ["import", "kernelbench", str(folder), "--out",
+                                      str(tmp_path / "out"), "--json"])
+    assert result.exit_code == 1, result.output
+    errors = {Path(o["problem"]).name: o["error"] for o in json.loads(result.output)}
+    assert errors["1_relu.py"] is None
+    assert "syntax error at line 1" in errors["syntax.py"]
+    assert "no class Model" in errors["no_model.py"]
+    assert "init input 0 (table)" in errors["tensor_init.py"] and "only int and float" in errors[
+        "tensor_init.py"]
+    assert "not a tensor" in errors["not_tensor.py"]
+    assert all("\n" not in e for e in errors.values() if e)
+
+
+def test_an_existing_workload_is_kept_unless_forced(tmp_path):
+    problem = PROBLEMS / "1_relu.py"
+    first = import_kernelbench([problem], tmp_path)[0]
+    assert first.ok
+    again = import_kernelbench([problem], tmp_path)[0]
+    assert not again.ok and "--force" in again.error
+    assert import_kernelbench([problem], tmp_path, force=True)[0].ok
