@@ -35,6 +35,15 @@ def test_affine_and_strided_dimensions():
     assert fit_dim(_runs(lambda v: (v["H"] - 3) // 2 + 1, base, "H"), ["H"]) in ("(H-1)//2", "(H-3)//2+1")
 
 
+def test_a_strided_window_over_two_axes():
+    base = {"K": 11, "H": 23}
+
+    def conv(v):
+        return (v["H"] - v["K"]) // 2 + 1
+    runs = _runs(conv, base, "K")[:4] + _runs(conv, base, "H")[1:]
+    assert fit_dim(runs, ["K", "H"]) == "(H-K+2)//2"
+
+
 def test_products_and_sums_of_axes():
     base = {"A": 11, "B": 13}
     runs = _runs(lambda v: v["A"] * v["B"], base, "A")[:3] + _runs(lambda v: v["A"] * v["B"], base, "B")[1:3]

@@ -155,3 +155,50 @@ def test_an_existing_workload_is_kept_unless_forced(tmp_path):
     again = import_kernelbench([problem], tmp_path)[0]
     assert not again.ok and "--force" in again.error
     assert import_kernelbench([problem], tmp_path, force=True)[0].ok
+
+
+CONV = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size, stride):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, stride=stride, bias=False)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+batch_size = 4
+in_channels = 3
+out_channels = 8
+kernel_size = 3
+height = 32
+width = 32
+stride = 2
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size, stride]
+"""
+
+
+def test_a_strided_convolution_keeps_its_stride_fixed_and_its_window_arithmetic(tmp_path):
+    problem = tmp_path / "conv.py"
+    problem.write_text(CONV)
+    outcome = import_kernelbench([problem], tmp_path / "out")[0]
+    assert outcome.ok, outcome.error
+    workload = load_workload(outcome.workload)
+    # equal file values (in_channels = kernel_size = 3, height = width = 32) stay separate axes
+    assert list(workload.axes) == ["batch_size", "in_channels", "out_channels", "kernel_size",
+                                   "height", "width"]
+    assert workload.params == {"stride": 2.0}
+    assert workload.inputs[1].shape == ("out_channels", "in_channels", "kernel_size", "kernel_size")
+    assert workload.outputs[0].shape == ("batch_size", "out_channels", "(height-kernel_size+2)//2",
+                                         "(width-kernel_size+2)//2")
+    assert any("stride=2" in note for note in outcome.notes)

@@ -2,21 +2,24 @@
 
 Every observation holds the axis values one run used and the dimension it produced. The runs
 vary one axis at a time from a base, so the axes a dimension depends on are the ones whose
-variation changed it; equal values are never matched. The expression is then the first of a few
-shapes (``A``, ``c*A+b``, ``(A+b)//s``, ``c*A*B``, ``A+B+b``) that reproduces every observation.
+variation changed it; equal values are never matched. The expression is then the first of a
+few shapes that reproduces every observation: ``(c1*A + c2*B + ... + b)//s + e`` with small
+integer coefficients (a copy, a halving, a convolution's ``(H - K)//stride + 1``), then a
+product ``c*A*B`` (a flatten).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from fractions import Fraction
-
-from klineage.workload import _expr
 
 __all__ = ["Observation", "drivers", "fit_dim"]
 
 Observation = tuple[dict[str, int], int]
 """(axis values of one probe run, the dimension that run produced)."""
+
+_COEFFICIENTS = (1, -1, 2, -2, 3, 4)
+_DIVISORS = range(1, 17)
 
 
 def drivers(base: Observation, varied: dict[str, list[Observation]]) -> list[str]:
@@ -31,52 +34,54 @@ def fit_dim(observations: list[Observation], driving: list[str]) -> str | int | 
     """
     if not driving:
         return observations[0][1]
-    for candidate in _candidates(observations, driving):
-        if all(_value(candidate, axes) == dim for axes, dim in observations):
-            return candidate
+    if len(driving) <= 3:
+        found = _linear_floor(observations, driving)
+        if found is not None:
+            return found
+    return _product(observations, driving)
+
+
+def _linear_floor(observations: list[Observation], driving: list[str]) -> str | None:
+    """(sum c_i*A_i + b)//s + e, smallest coefficients and divisor first."""
+    (base, dim0), rest = observations[0], observations[1:]
+    combos = sorted(itertools.product(_COEFFICIENTS, repeat=len(driving)),
+                    key=lambda cs: sum(abs(c) for c in cs))
+    for divisor in _DIVISORS:
+        for coefficients in combos:
+            linear0 = sum(c * base[a] for c, a in zip(coefficients, driving, strict=True))
+            for extra in (0, 1) if divisor > 1 else (0,):
+                # b such that (linear0 + b)//s + e == dim0: s consecutive values
+                low = divisor * (dim0 - extra) - linear0
+                for offset in range(low, low + divisor):
+                    if all((sum(c * axes[a] for c, a in zip(coefficients, driving, strict=True))
+                            + offset) // divisor + extra == dim for axes, dim in rest):
+                        return _format(coefficients, driving, offset, divisor, extra)
     return None
 
 
-def _value(expression: str, axes: dict[str, int]) -> float | None:
-    try:
-        return _expr.evaluate(expression, axes)
-    except (ZeroDivisionError, _expr.ExpressionError):
+def _product(observations: list[Observation], driving: list[str]) -> str | None:
+    base, dim0 = observations[0]
+    product = math.prod(base[a] for a in driving)
+    if dim0 % product:
         return None
+    scale = dim0 // product
+    if all(scale * math.prod(axes[a] for a in driving) == dim for axes, dim in observations):
+        names = "*".join(driving)
+        return names if scale == 1 else f"{scale}*{names}"
+    return None
 
 
-def _candidates(observations: list[Observation], driving: list[str]) -> list[str]:
-    if len(driving) == 1:
-        return [*_affine(observations, driving[0]), *_floor_division(driving[0])]
-    base_axes, base_dim = observations[0]
-    product = math.prod(base_axes[a] for a in driving)
-    names = "*".join(driving)
-    found = []
-    if base_dim % product == 0:
-        scale = base_dim // product
-        found.append(names if scale == 1 else f"{scale}*{names}")
-    offset = base_dim - sum(base_axes[a] for a in driving)
-    found.append(_with_offset("+".join(driving), offset))
-    return found
-
-
-def _affine(observations: list[Observation], axis: str) -> list[str]:
-    """c*A + b through two observations with different A, when c and b are integers."""
-    (axes0, dim0), *rest = observations
-    other = next(((a, d) for a, d in rest if a[axis] != axes0[axis]), None)
-    if other is None:
-        return []
-    slope = Fraction(other[1] - dim0, other[0][axis] - axes0[axis])
-    offset = dim0 - slope * axes0[axis]
-    if slope.denominator != 1 or offset.denominator != 1 or slope == 0:
-        return []
-    term = axis if slope == 1 else f"{slope.numerator}*{axis}"
-    return [_with_offset(term, int(offset))]
-
-
-def _floor_division(axis: str) -> list[str]:
-    """(A + b)//s + c: strided windows, pooling, halving (s up to 16)."""
-    return [_with_offset(f"{axis}//{s}" if b == 0 else f"({_with_offset(axis, b)})//{s}", c)
-            for s in range(2, 17) for b in range(-2 * s, 2 * s + 1) for c in (0, 1)]
+def _format(coefficients: tuple[int, ...], driving: list[str], offset: int, divisor: int,
+            extra: int) -> str:
+    text = ""
+    terms = sorted(zip(coefficients, driving, strict=True), key=lambda term: term[0] < 0)
+    for c, axis in terms:  # positive terms first: H-K, not -K+H
+        term = axis if abs(c) == 1 else f"{abs(c)}*{axis}"
+        text += (term if c > 0 else f"-{term}") if not text else (f"+{term}" if c > 0 else f"-{term}")
+    text = _with_offset(text, offset)
+    if divisor > 1:
+        text = f"({text})//{divisor}" if not text.isidentifier() else f"{text}//{divisor}"
+    return _with_offset(text, extra)
 
 
 def _with_offset(term: str, offset: int) -> str:

@@ -46,6 +46,7 @@ def survey(path: Path) -> dict[str, Any]:
     torch.set_num_threads(1)
     base, varied = _sweep(module, _prime_probe(constants), list(constants), constants)
     axes = [c for c in constants if _drives_an_input(base, varied[c])]
+    stuck = [c for c in constants if not varied[c]]
     fixed = {c: v for c, v in constants.items() if c not in axes}
     probe = {**fixed, **{a: base["values"][a] for a in axes}}
     base, varied = _sweep(module, probe, axes, constants)
@@ -61,6 +62,7 @@ def survey(path: Path) -> dict[str, Any]:
     inits = _inits(module, bench, quick, names, used)
     doc = (module.Model.__doc__ or "").strip().splitlines()
     return {"doc": doc[0] if doc else "", "constants": constants, "axes": axes, "fixed": fixed,
+            "stuck": [c for c in stuck if c in fixed],
             "names": names, "shapes": shapes, "dtypes": base["obs"]["dtypes"], "used_weights": used,
             "params": params,
             "inits": inits, "quick_axes": quick, "quick_note": quick_note, "check_shapes": checks,
@@ -79,23 +81,30 @@ def _prime_probe(constants: dict[str, int]) -> dict[str, int]:
 
 def _sweep(module: ModuleType, probe: dict[str, int], moving: list[str],
            constants: dict[str, int]) -> tuple[dict, dict[str, list[dict]]]:
-    """A base run, then each of ``moving`` varied alone; the file's own values if primes fail."""
+    """A base run, then each of ``moving`` varied alone.
+
+    When the primes do not run (a head count must divide a width), the base is the file's own
+    values and each constant moves to 2, 3 and 4 times its value, then by +1 and +7.
+    """
     try:
         base = {"values": probe, "obs": observe(module, probe)}
+        steps = [lambda v, s=s: v + s for s in _STEPS]
     except ProblemError:
         raise
     except Exception as first:
+        probe = dict(constants)
         try:
-            probe = dict(constants)
             base = {"values": probe, "obs": observe(module, probe)}
         except Exception as exc:
             detail = f"{type(exc).__name__}: {exc}"
             raise ProblemError(f"Model did not run at the file's sizes: {detail}") from first
+    if probe == constants:
+        steps = [lambda v, f=f: v * f for f in (2, 3, 4)] + [lambda v: v + 1, lambda v: v + 7]
     varied: dict[str, list[dict]] = {}
     for name in moving:
         varied[name] = []
-        for step in _STEPS:
-            values = dict(probe, **{name: probe[name] + step})
+        for step in steps:
+            values = dict(probe, **{name: step(probe[name])})
             try:
                 varied[name].append({"values": values, "obs": observe(module, values)})
             except Exception:  # this value does not run: the others still tell

@@ -65,7 +65,9 @@ def _scaled(bench: dict[str, int], axes: list[str], factor: int) -> dict[str, in
 
 
 def _candidates(bench: dict[str, int], quick: dict[str, int], axes: list[str]) -> list[dict[str, int]]:
-    """Odd sizes near the quick ones, distinct per axis; small odd sizes; each axis at 1."""
+    """Odd sizes near the quick ones, distinct per axis; small odd sizes; each axis at 1; then
+    half and a quarter of the quick sizes (these keep divisibility: heads that must divide a
+    width)."""
     movable = [a for a in axes if bench[a] >= _SCALED_FROM] or list(axes)
     def odd(value: int) -> int:
         return max(1, value if value % 2 else value - 1)
@@ -73,7 +75,8 @@ def _candidates(bench: dict[str, int], quick: dict[str, int], axes: list[str]) -
     small = {a: min(odd(3 + 2 * i), bench[a]) if a in movable else quick[a]
              for i, a in enumerate(axes)}
     ones = [dict(small, **{a: 1}) for a in movable]
-    return [near, small, *ones]
+    halves = [{a: max(1, quick[a] // d) if a in movable else quick[a] for a in axes} for d in (2, 4)]
+    return [near, small, *ones, *halves]
 
 
 def _runs_at(module: ModuleType, values: dict[str, int], shapes: dict[str, list]) -> str | None:

@@ -139,12 +139,19 @@ def _described(outcome: ImportOutcome, folder: Path, survey: dict) -> ImportOutc
     outcome.params = {p["name"]: float(p["value"]) for p in survey["params"]}
     outcome.weights = [survey["names"]["weights"][k] for k in survey["used_weights"]]
     outcome.check_shapes = len(survey["check_shapes"])
+    first_refusal = survey["check_notes"][0] if survey["check_notes"] else "none tried"
     if not survey["check_shapes"]:
-        outcome.notes.append("no check shapes: the module ran at no other size "
-                             f"({survey['check_notes'][0] if survey['check_notes'] else 'none tried'})")
-    if survey["fixed"]:
+        outcome.notes.append(f"no check shapes: the module ran at no other size ({first_refusal})")
+    elif not any(v % 2 and v > 1 for shape in survey["check_shapes"] for v in shape.values()):
+        outcome.notes.append(f"no odd check shapes: the module ran at none ({first_refusal})")
+    stuck = survey["stuck"]
+    free = {k: v for k, v in survey["fixed"].items() if k not in stuck}
+    if free:
         outcome.notes.append("kept fixed (drive no input dimension): "
-                             + ", ".join(f"{k}={v}" for k, v in survey["fixed"].items()))
+                             + ", ".join(f"{k}={v}" for k, v in free.items()))
+    if stuck:
+        outcome.notes.append("kept fixed (the Model ran at no other value of them): "
+                             + ", ".join(f"{k}={survey['fixed'][k]}" for k in stuck))
     unused = [k for k in survey["names"]["weights"] if k not in survey["used_weights"]]
     if unused:
         outcome.notes.append("not inputs (the forward does not read them): " + ", ".join(unused))
