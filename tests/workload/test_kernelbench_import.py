@@ -126,6 +126,12 @@ BROKEN = {
         "class Model(nn.Module):\n    def forward(self, x):\n        return x.sum().item()\n"
         "def get_inputs():\n    return [torch.randn(n)]\n"
         "def get_init_inputs():\n    return []\n"),
+    "dropout.py": (
+        "import torch\nimport torch.nn as nn\nn = 64\n"
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.drop = nn.Dropout(0.5)\n    def forward(self, x):\n        return self.drop(x)\n"
+        "def get_inputs():\n    return [torch.randn(n)]\n"
+        "def get_init_inputs():\n    return []\n"),
 }
 
 
@@ -145,6 +151,7 @@ def test_broken_problems_are_one_line_each_and_the_cli_goes_on(tmp_path):
     assert "init input 0 (table)" in errors["tensor_init.py"] and "only int and float" in errors[
         "tensor_init.py"]
     assert "not a tensor" in errors["not_tensor.py"]
+    assert "different outputs on the same inputs" in errors["dropout.py"]
     assert all("\n" not in e for e in errors.values() if e)
 
 
@@ -202,3 +209,45 @@ def test_a_strided_convolution_keeps_its_stride_fixed_and_its_window_arithmetic(
     assert workload.outputs[0].shape == ("batch_size", "out_channels", "(height-kernel_size+2)//2",
                                          "(width-kernel_size+2)//2")
     assert any("stride=2" in note for note in outcome.notes)
+
+
+EMBEDDING = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, rows, width):
+        super().__init__()
+        self.table = nn.Embedding(rows, width)
+
+    def forward(self, index):
+        return self.table(index)
+
+
+batch = 4
+rows = 100
+width = 32
+
+
+def get_inputs():
+    return [torch.randint(0, rows, (batch,))]
+
+
+def get_init_inputs():
+    return [rows, width]
+"""
+
+
+def test_check_shapes_the_declared_inits_cannot_run_are_dropped_and_said(tmp_path):
+    problem = tmp_path / "embedding.py"
+    problem.write_text(EMBEDDING)
+    outcome = import_kernelbench([problem], tmp_path / "out")[0]
+    assert outcome.ok, outcome.error
+    workload = load_workload(outcome.workload)
+    assert workload.inputs[0].init == "randint:0:100"  # pooled draws reach 0 and 99
+    assert workload.inputs[1].init == "normal"  # nn.Embedding's N(0, 1)
+    # indices drawn for 100 rows cannot index fewer: only the width may move
+    assert workload.check_shapes == ({"batch": 4, "rows": 100, "width": 31},)
+    readme = (Path(outcome.workload) / "README.md").read_text()
+    assert "integer input 0 draws 0..4 here; the gate draws 0..99" in readme
+    assert not any("no check shapes" in note for note in outcome.notes)

@@ -61,7 +61,8 @@ def _render(outcomes: list) -> None:
                       " ".join(f"{k}={v}" for k, v in o.axes.items()),
                       " ".join(f"{k}={v:g}" for k, v in o.params.items()) or "-",
                       " ".join(o.weights) or "-", str(o.check_shapes))
-    console.print(table)
+    if any(o.ok for o in outcomes):
+        console.print(table)
     for o in outcomes:
         for note in o.notes:
             console.print(f"{Path(o.problem).name}: {escape(note)}", highlight=False, soft_wrap=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 import traceback
 from pathlib import Path
 from types import ModuleType
@@ -25,6 +26,7 @@ from klineage.workload.kernelbench import _fit, _sizes
 from klineage.workload.kernelbench._runs import (
     ProblemError,
     build,
+    default_state,
     forward,
     input_names,
     int_constants,
@@ -38,6 +40,10 @@ from klineage.workload.kernelbench._values import init_for
 
 _PRIMES = [11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97]
 _STEPS = (1, 2, 3, 7)  # how far each axis moves from its probe value, one at a time
+_SAMPLES = 4096  # default values pooled per weight for its init range
+_MAX_BUILDS = 32  # Model builds pooled for weights' values
+_MAX_DRAWS = 1024  # get_inputs() calls pooled for inputs' values
+_POOL_SECONDS = 2.0
 
 
 def survey(path: Path) -> dict[str, Any]:
@@ -58,8 +64,10 @@ def survey(path: Path) -> dict[str, Any]:
     params = _params(module, base, varied, names)
     bench = dict(constants)
     quick, quick_note = _sizes.quick_axes(module, bench, axes, shapes)
-    checks, notes = _sizes.check_shapes(module, bench, quick, axes, shapes)
     inits = _inits(module, bench, quick, names, used)
+    ranges = {i: _randint_bounds(inits[n][0]) for i, n in enumerate(names["inputs"])
+              if inits[n][0].startswith("randint:")}
+    checks, notes = _sizes.check_shapes(module, bench, quick, axes, shapes, ranges)
     doc = (module.Model.__doc__ or "").strip().splitlines()
     return {"doc": doc[0] if doc else "", "constants": constants, "axes": axes, "fixed": fixed,
             "stuck": [c for c in stuck if c in fixed],
@@ -219,14 +227,48 @@ def _inits(module: ModuleType, bench: dict[str, int], quick: dict[str, int], nam
     """``init`` for each input (values from get_inputs() at the quick sizes) and each weight the
     forward reads (the Model's default initialisation at the benchmark sizes), seed 0."""
     found = {}
-    run = build(module, quick)
-    for name, tensor in zip(names["inputs"], run.inputs, strict=True):
-        found[name] = list(init_for(_dtype(tensor), stats(tensor)))
-    full = build(module, bench) if bench != quick else run
-    state = full.model.state_dict()
-    for key in used:
-        found[names["weights"][key]] = list(init_for(_dtype(state[key]), stats(state[key])))
+    for name, values in _drawn_inputs(module, quick, names["inputs"]).items():
+        found[name] = list(init_for(_dtype(values), stats(values)))
+    for key, values in _default_values(module, bench, used).items():
+        found[names["weights"][key]] = list(init_for(_dtype(values), stats(values)))
     return found
+
+
+def _randint_bounds(init: str) -> tuple[int, int]:
+    """``randint:LO:HI`` -> (LO, HI-1), the values the gate will draw."""
+    _, low, high = init.split(":")
+    return int(low), int(high) - 1
+
+
+def _drawn_inputs(module: ModuleType, quick: dict[str, int], names: list[str]) -> dict:
+    """Each forward input's values from get_inputs(), pooled over seeds 0, 1, ... as weights are:
+    512 indices drawn from 0..999 need not include 0."""
+    pooled: dict[str, list] = {name: [] for name in names}
+    started = time.perf_counter()
+    for seed in range(_MAX_DRAWS):
+        short = [n for n in names if sum(v.numel() for v in pooled[n]) < _SAMPLES]
+        if not short or (seed and time.perf_counter() - started > _POOL_SECONDS):
+            break
+        for name, tensor in zip(names, build(module, quick, seed=seed).inputs, strict=True):
+            pooled[name].append(tensor.flatten())
+    return {name: torch.cat(values) for name, values in pooled.items()}
+
+
+def _default_values(module: ModuleType, bench: dict[str, int], used: list[str]) -> dict:
+    """Each weight's default values, pooled over more seeds (while building the Model is quick)
+    until it has ``_SAMPLES`` values: a 128-element bias alone shows its bound only roughly."""
+    started = time.perf_counter()
+    state = default_state(module, bench, seed=0)
+    pooled = {key: [state[key].flatten()] for key in used}
+    seconds = time.perf_counter() - started
+    for seed in range(1, _MAX_BUILDS):
+        short = [k for k in used if sum(v.numel() for v in pooled[k]) < _SAMPLES]
+        if not short or seconds * (seed + 1) > _POOL_SECONDS:
+            break
+        state = default_state(module, bench, seed=seed)
+        for key in short:
+            pooled[key].append(state[key].flatten())
+    return {key: torch.cat(values) for key, values in pooled.items()}
 
 
 def _dtype(tensor: torch.Tensor) -> str:
@@ -236,13 +278,13 @@ def _dtype(tensor: torch.Tensor) -> str:
 def main(argv: list[str]) -> int:
     problem, result = Path(argv[1]), Path(argv[2])
     try:
-        payload: dict[str, Any] = {"ok": True, **survey(problem)}
+        payload: dict[str, Any] = survey(problem)
     except ProblemError as exc:
-        payload = {"ok": False, "error": str(exc)}
+        payload = {"error": str(exc)}
     except Exception as exc:  # the problem's own code failed somewhere we did not expect
         where = traceback.extract_tb(exc.__traceback__)[-1]
-        payload = {"ok": False, "error": f"{type(exc).__name__}: {exc} "
-                                         f"({Path(where.filename).name}:{where.lineno})"}
+        payload = {"error": f"{type(exc).__name__}: {exc} "
+                            f"({Path(where.filename).name}:{where.lineno})"}
     result.write_text(json.dumps(payload))
     return 0
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["ProblemError", "Run", "build", "forward", "input_names", "int_constants", "load",
+__all__ = ["ProblemError", "Run", "build", "default_state", "forward", "input_names", "int_constants", "load",
            "observe", "param_names", "sanitize", "stats", "torch_dtype_name"]
 
 _DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32",
@@ -80,6 +80,14 @@ class Run:
 
 def build(module: ModuleType, values: dict[str, int], device: str = "cpu", seed: int = 0) -> Run:
     return Run(module, values, device, seed)
+
+
+def default_state(module: ModuleType, values: dict[str, int], seed: int) -> dict[str, torch.Tensor]:
+    """The Model's default-initialised state dict at ``values`` (no inputs drawn)."""
+    for name, value in values.items():
+        setattr(module, name, value)
+    torch.manual_seed(seed)
+    return module.Model(*module.get_init_inputs()).state_dict()
 
 
 def forward(run: Run, inputs: list[torch.Tensor] | None = None) -> list[torch.Tensor]:

@@ -16,6 +16,8 @@ __all__ = ["check_shapes", "quick_axes"]
 
 QUICK_SECONDS = 0.25
 """A quick size's reference (build the Model, draw inputs, forward) takes at most this long."""
+MAX_CHECK_SHAPES = 6
+"""Kept check shapes at most: each costs the gate three checked calls per candidate."""
 _FACTORS = (4096, 1024, 256, 64, 16, 4, 1)
 _SCALED_FROM = 16  # axes below this (kernel sizes, channels of 3) keep their file value
 
@@ -44,14 +46,22 @@ def quick_axes(module: ModuleType, bench: dict[str, int], axes: list[str],
 
 
 def check_shapes(module: ModuleType, bench: dict[str, int], quick: dict[str, int], axes: list[str],
-                 shapes: dict[str, list]) -> tuple[list[dict[str, int]], list[str]]:
-    """Smaller and odd sizes where the module runs; notes say which candidates did not, and why."""
+                 shapes: dict[str, list], ranges: dict[int, tuple[int, int]]
+                 ) -> tuple[list[dict[str, int]], list[str]]:
+    """Smaller and odd sizes where the module runs; notes say which candidates did not, and why.
+
+    ``ranges``: integer inputs (by position) and the (low, high) the gate will draw; a size where
+    get_inputs() draws a narrower range (indices into a smaller table) is not kept.
+    """
     kept: list[dict[str, int]] = []
     notes: list[str] = []
     for candidate in _candidates(bench, quick, axes):
         if candidate in kept or candidate == {a: bench[a] for a in axes}:
             continue
-        problem = _runs_at(module, {**bench, **candidate}, shapes)
+        if len(kept) == MAX_CHECK_SHAPES:
+            break
+        values = {**bench, **candidate}
+        problem = _runs_at(module, values, shapes) or _ranges_hold(module, values, ranges)
         label = " ".join(f"{k}={v}" for k, v in candidate.items())
         if problem:
             notes.append(f"{label}: {problem}")
@@ -65,9 +75,10 @@ def _scaled(bench: dict[str, int], axes: list[str], factor: int) -> dict[str, in
 
 
 def _candidates(bench: dict[str, int], quick: dict[str, int], axes: list[str]) -> list[dict[str, int]]:
-    """Odd sizes near the quick ones, distinct per axis; small odd sizes; each axis at 1; then
-    half and a quarter of the quick sizes (these keep divisibility: heads that must divide a
-    width)."""
+    """Odd sizes near the quick ones, distinct per axis; small odd sizes; each axis at 1; half
+    and a quarter of the quick sizes (these keep divisibility: heads that must divide a width);
+    then each axis alone one odd step below its quick size (the others stay: an index input's
+    table)."""
     movable = [a for a in axes if bench[a] >= _SCALED_FROM] or list(axes)
     def odd(value: int) -> int:
         return max(1, value if value % 2 else value - 1)
@@ -76,7 +87,8 @@ def _candidates(bench: dict[str, int], quick: dict[str, int], axes: list[str]) -
              for i, a in enumerate(axes)}
     ones = [dict(small, **{a: 1}) for a in movable]
     halves = [{a: max(1, quick[a] // d) if a in movable else quick[a] for a in axes} for d in (2, 4)]
-    return [near, small, *ones, *halves]
+    alone = [dict({b: quick[b] for b in axes}, **{a: odd(quick[a] - 1)}) for a in movable]
+    return [near, small, *ones, *halves, *alone]
 
 
 def _runs_at(module: ModuleType, values: dict[str, int], shapes: dict[str, list]) -> str | None:
@@ -97,3 +109,26 @@ def _runs_at(module: ModuleType, values: dict[str, int], shapes: dict[str, list]
         if any(d < 1 for d in want):
             return f"{key} would have an empty dimension {want}"
     return None
+
+
+def _ranges_hold(module: ModuleType, values: dict[str, int], ranges: dict[int, tuple[int, int]],
+                 draws: int = 1024, seconds: float = 2.0) -> str | None:
+    """None when get_inputs() at ``values`` draws each integer input over its whole declared
+    range (pooled over seeds until it does); else which input draws less."""
+    seen = {index: (None, None) for index in ranges}
+    started = time.perf_counter()
+    for seed in range(draws):
+        run = build(module, values, seed=seed)
+        for index in ranges:
+            tensor = run.inputs[index]
+            low, high = seen[index]
+            low = min(int(tensor.min()), low if low is not None else int(tensor.min()))
+            high = max(int(tensor.max()), high if high is not None else int(tensor.max()))
+            seen[index] = (low, high)
+        if all(seen[i][0] <= ranges[i][0] and seen[i][1] >= ranges[i][1] for i in ranges):
+            return None
+        if time.perf_counter() - started > seconds:
+            break
+    index = next(i for i in ranges if not (seen[i][0] <= ranges[i][0] and seen[i][1] >= ranges[i][1]))
+    return (f"integer input {index} draws {seen[index][0]}..{seen[index][1]} here; the gate draws "
+            f"{ranges[index][0]}..{ranges[index][1]} (its range follows an axis)")

@@ -89,17 +89,15 @@ def _import_one(problem: Path, folder: Path, timeout_s: float, force: bool) -> I
     if folder.exists() and not force:
         outcome.error = f"{folder} exists (use --force to replace it)"
         return outcome
-    survey = _survey(problem, timeout_s)
+    survey = _subprocess("_probe", problem, timeout_s)
     if "error" in survey:
         outcome.error = survey["error"]
         return outcome
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=_parent(folder))) / folder.name
-    try:
-        workload_files(staging, problem, survey)
-        load_workload(staging)  # the loader is the judge of what a workload is
-    except WorkloadError as exc:
+    error = _write_and_verify(staging, problem, survey, timeout_s)
+    if error:
         shutil.rmtree(staging.parent)
-        outcome.error = f"the written workload does not load: {exc}"
+        outcome.error = error
         return outcome
     if folder.exists():
         shutil.rmtree(folder)
@@ -113,14 +111,42 @@ def _parent(folder: Path) -> Path:
     return folder.parent
 
 
-def _survey(problem: Path, timeout_s: float) -> dict:
-    """Run the probe on ``problem`` in a fresh interpreter; {"error": ...} when it fails."""
+def _write_and_verify(staging: Path, problem: Path, survey: dict, timeout_s: float) -> str | None:
+    """Write the workload, load it, run it as the gate will; check shapes whose reference fails
+    on the declared inits are dropped (and listed). None, or why the problem is not imported."""
+    try:
+        workload_files(staging, problem, survey)
+        load_workload(staging)  # the loader is the judge of what a workload is
+    except WorkloadError as exc:
+        return f"the written workload does not load: {exc}"
+    verdict = _subprocess("_verify", staging, timeout_s)
+    if "error" in verdict:
+        return verdict["error"]
+    failed = {int(i): why for i, why in verdict["failed"].items()}
+    if failed:
+        shapes = survey["check_shapes"]
+        survey["check_notes"] += [_shape_note(shapes[i], f"the reference on the declared inits: {why}")
+                                  for i, why in failed.items()]
+        survey["check_shapes"] = [s for i, s in enumerate(shapes) if i not in failed]
+        shutil.rmtree(staging)
+        workload_files(staging, problem, survey)
+        load_workload(staging)
+    return None
+
+
+def _shape_note(shape: dict[str, int], why: str) -> str:
+    return " ".join(f"{k}={v}" for k, v in shape.items()) + f": {why}"
+
+
+def _subprocess(module: str, target: Path, timeout_s: float) -> dict:
+    """Run ``klineage.workload.kernelbench.<module> TARGET RESULT`` in a fresh interpreter and
+    return its JSON result; {"error": ...} when it fails."""
     with tempfile.TemporaryDirectory(prefix="klineage-kb-") as scratch:
-        result = Path(scratch) / "survey.json"
+        result = Path(scratch) / "result.json"
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [str(Path(klineage.__file__).parent.parent), os.environ.get("PYTHONPATH", "")]))
-        command = [sys.executable, "-m", "klineage.workload.kernelbench._probe",
-                   str(problem.resolve()), str(result)]
+        command = [sys.executable, "-m", f"klineage.workload.kernelbench.{module}", str(target.resolve()),
+                   str(result)]
         try:
             finished = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True,
                                       timeout=timeout_s, stdin=subprocess.DEVNULL)
@@ -128,9 +154,8 @@ def _survey(problem: Path, timeout_s: float) -> dict:
             return {"error": f"timed out after {timeout_s:g} s (--timeout to allow longer)"}
         if not result.is_file():
             tail = (finished.stderr.strip().splitlines() or [f"exit status {finished.returncode}"])[-1]
-            return {"error": f"the probe process died: {tail}"}
-        payload = json.loads(result.read_text())
-    return payload if payload.pop("ok") else {"error": payload["error"]}
+            return {"error": f"the {module.strip('_')} process died: {tail}"}
+        return json.loads(result.read_text())
 
 
 def _described(outcome: ImportOutcome, folder: Path, survey: dict) -> ImportOutcome:
