@@ -148,8 +148,7 @@ def test_broken_problems_are_one_line_each_and_the_cli_goes_on(tmp_path):
     assert errors["1_relu.py"] is None
     assert "syntax error at line 1" in errors["syntax.py"]
     assert "no class Model" in errors["no_model.py"]
-    assert "init input 0 (table)" in errors["tensor_init.py"] and "only int and float" in errors[
-        "tensor_init.py"]
+    assert "init input 0 (table) is <Tensor>" in errors["tensor_init.py"]
     assert "not a tensor" in errors["not_tensor.py"]
     assert "different outputs on the same inputs" in errors["dropout.py"]
     assert all("\n" not in e for e in errors.values() if e)
@@ -251,3 +250,59 @@ def test_check_shapes_the_declared_inits_cannot_run_are_dropped_and_said(tmp_pat
     readme = (Path(outcome.workload) / "README.md").read_text()
     assert "integer input 0 draws 0..4 here; the gate draws 0..99" in readme
     assert not any("no check shapes" in note for note in outcome.notes)
+
+
+def test_the_cli_summary_names_each_problem_and_its_failure(tmp_path):
+    folder = tmp_path / "problems"
+    folder.mkdir()
+    (folder / "syntax.py").write_text(BROKEN["syntax.py"])
+    shutil.copy(PROBLEMS / "1_relu.py", folder)
+    result = CliRunner(env={"COLUMNS": "200"}).invoke(
+        app, ["import", "kernelbench", str(folder), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1, result.output
+    lines = result.output.splitlines()
+    assert "imported 1 of 2 problems" in lines[0]
+    assert any(line.startswith("│ 1_relu.py ") and "rows=64 cols=1000" in line for line in lines)
+    assert lines[-1] == "syntax.py: failed — syntax error at line 1: invalid syntax"
+
+
+POOLED_NORM = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, normalized_shape, window):
+        super().__init__()
+        self.norm = nn.LayerNorm(normalized_shape)
+        self.window = window
+
+    def forward(self, x):
+        return torch.nn.functional.avg_pool2d(self.norm(x), self.window)
+
+
+batch = 4
+height = 16
+width = 24
+window = (2, 3)
+
+
+def get_inputs():
+    return [torch.randn(batch, height, width)]
+
+
+def get_init_inputs():
+    return [(height, width), window]
+"""
+
+
+def test_tuple_init_inputs_follow_axes_or_become_one_param_per_item(tmp_path):
+    problem = tmp_path / "pooled_norm.py"
+    problem.write_text(POOLED_NORM)
+    outcome = import_kernelbench([problem], tmp_path / "out")[0]
+    assert outcome.ok, outcome.error
+    workload = load_workload(outcome.workload)
+    assert workload.params == {"window_0": 2.0, "window_1": 3.0}  # (height, width) follows the axes
+    assert [(t.name, t.shape, t.init) for t in workload.inputs[1:]] == [
+        ("norm_weight", ("height", "width"), "uniform:0.5:1.5"),
+        ("norm_bias", ("height", "width"), "uniform:-0.5:0.5")]
+    assert workload.outputs[0].shape == ("batch", "height//2", "width//3")

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from klineage.cli._common import JsonOpt, console, new_app, user_errors
+from klineage.cli._common import JsonOpt, console, new_app, parse_memory, user_errors
 
 __all__ = ["import_app"]
 
@@ -29,6 +29,9 @@ def kernelbench_command(
     out: Annotated[Path, typer.Option(help="Folder to write one workload folder per problem into.")],
     timeout: Annotated[float, typer.Option(
         min=1, help="Seconds one problem's survey (it runs the problem's code) may take.")] = 300.0,
+    memory: Annotated[str, typer.Option(
+        help="Address-space cap of each problem's process (a size that does not fit fails there).")]
+        = "8G",
     force: Annotated[bool, typer.Option("--force", help="Replace workload folders that exist.")]
         = False,
     as_json: JsonOpt = False,
@@ -41,7 +44,8 @@ def kernelbench_command(
             if not as_json:
                 status.update(f"surveying {escape(str(problem))} (runs its code)")
 
-        outcomes = import_kernelbench(paths, out, timeout_s=timeout, force=force, on_problem=show)
+        outcomes = import_kernelbench(paths, out, timeout_s=timeout, memory_bytes=parse_memory(memory),
+                                      force=force, on_problem=show)
     if as_json:
         print(json.dumps([o.model_dump(mode="json") for o in outcomes], indent=2))
     else:

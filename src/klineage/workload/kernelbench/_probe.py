@@ -58,12 +58,11 @@ def survey(path: Path) -> dict[str, Any]:
     base, varied = _sweep(module, probe, axes, constants)
     shapes = _shapes(base, varied, axes)
     names = _names(module, base, shapes)
-    small = {k: base["values"][k] for k in constants}
-    used = _used_weights(module, small, names["weights"])
-    _check_axes_readable(axes, names, shapes, used)
-    params = _params(module, base, varied, names)
     bench = dict(constants)
     quick, quick_note = _sizes.quick_axes(module, bench, axes, shapes)
+    used = _used_weights(module, {**bench, **quick}, names["weights"])
+    _check_axes_readable(axes, names, shapes, used)
+    params = _params(module, base, varied, names)
     inits = _inits(module, bench, quick, names, used)
     ranges = {i: _randint_bounds(inits[n][0]) for i, n in enumerate(names["inputs"])
               if inits[n][0].startswith("randint:")}
@@ -91,21 +90,27 @@ def _sweep(module: ModuleType, probe: dict[str, int], moving: list[str],
            constants: dict[str, int]) -> tuple[dict, dict[str, list[dict]]]:
     """A base run, then each of ``moving`` varied alone.
 
-    When the primes do not run (a head count must divide a width), the base is the file's own
-    values and each constant moves to 2, 3 and 4 times its value, then by +1 and +7.
+    The base is the probe values; if the Model does not run there, the probe values with the
+    constants below 8 (a reduction dim, a flag) at their file values; if not there either (a
+    head count must divide a width), the file's own values, and each constant then moves to 2,
+    3 and 4 times its value and by +1 and +7 instead of by +1, +2, +3 and +7.
     """
-    try:
-        base = {"values": probe, "obs": observe(module, probe)}
-        steps = [lambda v, s=s: v + s for s in _STEPS]
-    except ProblemError:
-        raise
-    except Exception as first:
-        probe = dict(constants)
+    small = {k: v for k, v in constants.items() if v < 8}
+    tries = [probe, {**probe, **small}, dict(constants)]
+    first: Exception | None = None
+    for values in (t for i, t in enumerate(tries) if t not in tries[:i]):
         try:
-            base = {"values": probe, "obs": observe(module, probe)}
-        except Exception as exc:
-            detail = f"{type(exc).__name__}: {exc}"
-            raise ProblemError(f"Model did not run at the file's sizes: {detail}") from first
+            base = {"values": values, "obs": observe(module, values)}
+            break
+        except ProblemError:
+            raise
+        except Exception as exc:  # the next try may run
+            first = first or exc
+    else:
+        detail = f"{type(first).__name__}: {first}"
+        raise ProblemError(f"Model did not run at the file's sizes: {detail}") from first
+    probe = base["values"]
+    steps = [lambda v, s=s: v + s for s in _STEPS]
     if probe == constants:
         steps = [lambda v, f=f: v * f for f in (2, 3, 4)] + [lambda v: v + 1, lambda v: v + 7]
     varied: dict[str, list[dict]] = {}
@@ -203,7 +208,8 @@ def _used_weights(module: ModuleType, values: dict[str, int], weights: dict[str,
 
 
 def _params(module: ModuleType, base: dict, varied: dict[str, list[dict]], names: dict) -> list[dict]:
-    """Scalar init inputs no axis drives; the ones an axis drives follow it and are no params."""
+    """Init inputs no axis drives: a scalar is one param, a tuple or list of scalars one param a
+    item (``window_0``, ``window_1``). The ones an axis drives follow it and are no params."""
     init = base["obs"]["init"]
     labels = param_names(module.Model, len(init))
     taken = {*names["inputs"], *names["weights"].values(), *names["outputs"]}
@@ -211,14 +217,20 @@ def _params(module: ModuleType, base: dict, varied: dict[str, list[dict]], names
     for index, value in enumerate(init):
         if any(run["obs"]["init"][index] != value for runs in varied.values() for run in runs):
             continue
-        if not isinstance(value, int | float):  # "<Tensor>", strings, None...
-            raise ProblemError(f"init input {index} ({labels[index]}) is {value}: only int and "
-                               f"float init inputs can be imported (they become [params])")
-        name = labels[index]
-        while name in taken:
-            name += "_param"
-        taken.add(name)
-        params.append({"name": name, "index": index, "value": value, "type": type(value).__name__})
+        if isinstance(value, dict):  # {"tuple": [...]}
+            items = next(iter(value.values()))
+            entries = [(f"{labels[index]}_{j}", j, v) for j, v in enumerate(items)]
+        elif isinstance(value, int | float):
+            entries = [(labels[index], None, value)]
+        else:  # "<Tensor>", strings, None...
+            raise ProblemError(f"init input {index} ({labels[index]}) is {value}: only ints, floats "
+                               f"and tuples of them can be imported (they become [params])")
+        for name, item, number in entries:
+            while name in taken:
+                name += "_param"
+            taken.add(name)
+            params.append({"name": name, "index": index, "item": item, "value": number,
+                           "type": type(number).__name__})
     return params
 
 

@@ -22,7 +22,7 @@ PROBLEM_SHA256 = {sha256!r}
 INPUTS = {inputs!r}  # the forward's arguments, in order
 WEIGHTS = {weights!r}  # input -> the Model's state-dict key it is loaded into
 AXES = {axes!r}  # axis -> (input, dim) it is read from
-PARAMS = {params!r}  # param -> (init input index, its type in get_init_inputs())
+PARAMS = {params!r}  # param -> (init input index, item in it or None, its type)
 OUTPUTS = {outputs!r}
 _TYPES = {{"int": int, "float": float, "bool": bool}}
 _state = {{}}
@@ -48,8 +48,14 @@ def _model(axes, params, device):
         for name, value in axes.items():
             setattr(module, name, value)
         init = list(module.get_init_inputs())
-        for name, (index, kind) in PARAMS.items():
-            init[index] = _TYPES[kind](params[name])
+        for name, (index, item, kind) in PARAMS.items():
+            value = _TYPES[kind](params[name])
+            if item is None:
+                init[index] = value
+            else:  # one item of a tuple or list
+                items = list(init[index])
+                items[item] = value
+                init[index] = type(init[index])(items)
         torch.manual_seed(0)
         _state["model"], _state["key"] = module.Model(*init).to(device), key
     return _state["model"]
@@ -68,7 +74,7 @@ def reference(**arguments):
 
 
 def reference_source(problem: str, sha256: str, inputs: list[str], weights: dict[str, str],
-                     axes: dict[str, tuple[str, int]], params: dict[str, tuple[int, str]],
+                     axes: dict[str, tuple[str, int]], params: dict[str, tuple[int, int | None, str]],
                      outputs: list[str]) -> str:
     """reference.py for one imported problem (every table written as a Python literal)."""
     return _TEMPLATE.format(problem=problem, sha256=sha256, inputs=inputs, weights=weights,

@@ -126,8 +126,12 @@ def _observe(module: ModuleType, values: dict[str, int], device: str) -> dict[st
 
 
 def _plain(value: Any) -> Any:
+    """An init input as JSON: scalars as they are, a tuple or list of scalars as
+    {"tuple": [...]} or {"list": [...]}, anything else as "<type name>"."""
     if isinstance(value, bool | int | float | str) or value is None:
         return value
+    if isinstance(value, tuple | list) and all(isinstance(v, int | float) for v in value):
+        return {type(value).__name__: list(value)}
     return f"<{type(value).__name__}>"
 
 

@@ -25,12 +25,15 @@ _SCALED_FROM = 16  # axes below this (kernel sizes, channels of 3) keep their fi
 def quick_axes(module: ModuleType, bench: dict[str, int], axes: list[str],
                shapes: dict[str, list]) -> tuple[dict[str, int], str]:
     """The largest of the benchmark sizes divided by 4096, 1024, ... 1 whose reference runs
-    within ``QUICK_SECONDS`` on one CPU thread; the note says how long it took."""
-    best, note, last_error = None, "", ""
+    within ``QUICK_SECONDS`` on one CPU thread; the note says how long it took. A size is not
+    tried when the last one's time, times the growth of every axis, passes 4 x that."""
+    best, best_seconds, note, last_error = None, 0.0, "", ""
     for factor in _FACTORS:
         values = _scaled(bench, axes, factor)
         if best is not None and values == best:
             continue
+        if best is not None and best_seconds * _growth(best, values) > 4 * QUICK_SECONDS:
+            break  # the next size would run for seconds (or not fit in memory): never try it
         started = time.perf_counter()
         problem = _runs_at(module, values, shapes)
         seconds = time.perf_counter() - started
@@ -39,7 +42,8 @@ def quick_axes(module: ModuleType, bench: dict[str, int], axes: list[str],
             continue
         if seconds > QUICK_SECONDS:
             break
-        best, note = values, f"reference {seconds * 1e3:.0f} ms on 1 CPU thread"
+        best, best_seconds = values, seconds
+        note = f"reference {seconds * 1e3:.0f} ms on 1 CPU thread"
     if best is None:
         raise ProblemError(f"the Model ran at none of the benchmark sizes scaled down: {last_error}")
     return {a: best[a] for a in axes}, note
@@ -68,6 +72,14 @@ def check_shapes(module: ModuleType, bench: dict[str, int], quick: dict[str, int
         else:
             kept.append(candidate)
     return kept, notes
+
+
+def _growth(before: dict[str, int], after: dict[str, int]) -> float:
+    """How much more work ``after`` may be, if work grows with every size (a bound, not a fit)."""
+    growth = 1.0
+    for name, value in after.items():
+        growth *= value / before[name]
+    return growth
 
 
 def _scaled(bench: dict[str, int], axes: list[str], factor: int) -> dict[str, int]:

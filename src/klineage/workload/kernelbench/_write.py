@@ -32,7 +32,7 @@ def workload_files(folder: Path, problem: Path, survey: dict[str, Any]) -> None:
     used = {names["weights"][k]: k for k in survey["used_weights"]}
     (folder / "reference.py").write_text(reference_source(
         problem.name, sha256, names["inputs"], used, _locators(survey, tensors),
-        {p["name"]: (p["index"], p["type"]) for p in survey["params"]}, names["outputs"]))
+        {p["name"]: (p["index"], p["item"], p["type"]) for p in survey["params"]}, names["outputs"]))
     (folder / "README.md").write_text(_readme(problem, survey, tensors))
 
 
@@ -107,7 +107,8 @@ def _bytes(tensors: dict) -> str:
 def _readme(problem: Path, survey: dict[str, Any], tensors: dict) -> str:
     fixed = ", ".join(f"{k} = {v}" + (" (the Model ran at no other value)" if k in survey["stuck"]
                                         else "") for k, v in survey["fixed"].items()) or "none"
-    params = ", ".join(f"{p['name']} = {p['value']} (init input {p['index']})"
+    params = ", ".join(f"{p['name']} = {p['value']} (init input {p['index']}"
+                       + (f", item {p['item']})" if p["item"] is not None else ")")
                        for p in survey["params"]) or "none"
     weights = [f"  - `{n}` ← state-dict `{k[2:]}`, shape {s}, init `{survey['inits'][n][0]}` "
                f"({survey['inits'][n][1]})" for n, k, s, _ in tensors["inputs"] if k.startswith("w:")]

@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -62,16 +64,26 @@ def problem_files(paths: Iterable[Path]) -> list[Path]:
     return found
 
 
-def import_kernelbench(paths: Iterable[Path], out: Path, timeout_s: float = 300.0, force: bool = False,
+class _Limits(NamedTuple):
+    timeout_s: float
+    memory_bytes: int
+
+
+def import_kernelbench(paths: Iterable[Path], out: Path, timeout_s: float = 300.0,
+                       memory_bytes: int = 8 << 30, force: bool = False,
                        on_problem: Callable[[Path], None] | None = None) -> list[ImportOutcome]:
-    """Import every problem under ``paths`` into ``out/<name>/``; one outcome per problem."""
+    """Import every problem under ``paths`` into ``out/<name>/``; one outcome per problem.
+
+    Each problem's processes get ``timeout_s`` seconds and ``memory_bytes`` of address space.
+    """
     problems = problem_files(paths)
     names = _names(problems)
+    limits = _Limits(timeout_s, memory_bytes)
     outcomes = []
     for problem in problems:
         if on_problem is not None:
             on_problem(problem)
-        outcomes.append(_import_one(problem, out / names[problem], timeout_s, force))
+        outcomes.append(_import_one(problem, out / names[problem], limits, force))
     return outcomes
 
 
@@ -84,17 +96,17 @@ def _names(problems: list[Path]) -> dict[Path, str]:
             for p, s in zip(problems, stems, strict=True)}
 
 
-def _import_one(problem: Path, folder: Path, timeout_s: float, force: bool) -> ImportOutcome:
+def _import_one(problem: Path, folder: Path, limits: _Limits, force: bool) -> ImportOutcome:
     outcome = ImportOutcome(problem=str(problem), name=folder.name)
     if folder.exists() and not force:
         outcome.error = f"{folder} exists (use --force to replace it)"
         return outcome
-    survey = _subprocess("_probe", problem, timeout_s)
+    survey = _subprocess("_probe", problem, limits)
     if "error" in survey:
         outcome.error = survey["error"]
         return outcome
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=_parent(folder))) / folder.name
-    error = _write_and_verify(staging, problem, survey, timeout_s)
+    error = _write_and_verify(staging, problem, survey, limits)
     if error:
         shutil.rmtree(staging.parent)
         outcome.error = error
@@ -111,7 +123,7 @@ def _parent(folder: Path) -> Path:
     return folder.parent
 
 
-def _write_and_verify(staging: Path, problem: Path, survey: dict, timeout_s: float) -> str | None:
+def _write_and_verify(staging: Path, problem: Path, survey: dict, limits: _Limits) -> str | None:
     """Write the workload, load it, run it as the gate will; check shapes whose reference fails
     on the declared inits are dropped (and listed). None, or why the problem is not imported."""
     try:
@@ -119,7 +131,7 @@ def _write_and_verify(staging: Path, problem: Path, survey: dict, timeout_s: flo
         load_workload(staging)  # the loader is the judge of what a workload is
     except WorkloadError as exc:
         return f"the written workload does not load: {exc}"
-    verdict = _subprocess("_verify", staging, timeout_s)
+    verdict = _subprocess("_verify", staging, limits)
     if "error" in verdict:
         return verdict["error"]
     failed = {int(i): why for i, why in verdict["failed"].items()}
@@ -138,7 +150,7 @@ def _shape_note(shape: dict[str, int], why: str) -> str:
     return " ".join(f"{k}={v}" for k, v in shape.items()) + f": {why}"
 
 
-def _subprocess(module: str, target: Path, timeout_s: float) -> dict:
+def _subprocess(module: str, target: Path, limits: _Limits) -> dict:
     """Run ``klineage.workload.kernelbench.<module> TARGET RESULT`` in a fresh interpreter and
     return its JSON result; {"error": ...} when it fails."""
     with tempfile.TemporaryDirectory(prefix="klineage-kb-") as scratch:
@@ -149,13 +161,18 @@ def _subprocess(module: str, target: Path, timeout_s: float) -> dict:
                    str(result)]
         try:
             finished = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True,
-                                      timeout=timeout_s, stdin=subprocess.DEVNULL)
+                                      timeout=limits.timeout_s, stdin=subprocess.DEVNULL,
+                                      preexec_fn=lambda: _cap_memory(limits.memory_bytes))
         except subprocess.TimeoutExpired:
-            return {"error": f"timed out after {timeout_s:g} s (--timeout to allow longer)"}
+            return {"error": f"timed out after {limits.timeout_s:g} s (--timeout to allow longer)"}
         if not result.is_file():
             tail = (finished.stderr.strip().splitlines() or [f"exit status {finished.returncode}"])[-1]
             return {"error": f"the {module.strip('_')} process died: {tail}"}
         return json.loads(result.read_text())
+
+
+def _cap_memory(limit: int) -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
 def _described(outcome: ImportOutcome, folder: Path, survey: dict) -> ImportOutcome:
