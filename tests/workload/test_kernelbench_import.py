@@ -260,8 +260,9 @@ def test_the_cli_summary_names_each_problem_and_its_failure(tmp_path):
     result = CliRunner(env={"COLUMNS": "200"}).invoke(
         app, ["import", "kernelbench", str(folder), "--out", str(tmp_path / "out")])
     assert result.exit_code == 1, result.output
-    lines = result.output.splitlines()
+    lines = result.stdout.splitlines()  # the progress bar goes to stderr
     assert "imported 1 of 2 problems" in lines[0]
+    assert "2/2" in result.stderr
     assert any(line.startswith("│ 1_relu.py ") and "rows=64 cols=1000" in line for line in lines)
     assert lines[-1] == "syntax.py: failed — syntax error at line 1: invalid syntax"
 

@@ -12,10 +12,11 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from klineage.cli._common import JsonOpt, console, new_app, parse_memory, user_errors
+from klineage.cli._common import JsonOpt, console, err_console, new_app, parse_memory, user_errors
 
 __all__ = ["import_app"]
 
@@ -39,13 +40,17 @@ def kernelbench_command(
     """Import KernelBench problems as workloads `klineage gate` can run (docs/workloads.md)."""
     from klineage.workload.kernelbench import import_kernelbench
 
-    with user_errors(), console.status("", spinner="dots") as status:
-        def show(problem: Path) -> None:
-            if not as_json:
-                status.update(f"surveying {escape(str(problem))} (runs its code)")
+    columns = (TextColumn("importing"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+               TimeElapsedColumn(), TextColumn("{task.description}"))
+    with user_errors(), Progress(*columns, console=err_console, disable=as_json) as progress:
+        task = progress.add_task("", total=None)
+
+        def show(problem: Path, done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total, description=escape(problem.name))
 
         outcomes = import_kernelbench(paths, out, timeout_s=timeout, memory_bytes=parse_memory(memory),
                                       force=force, on_problem=show)
+        progress.update(task, completed=len(outcomes), description="")
     if as_json:
         print(json.dumps([o.model_dump(mode="json") for o in outcomes], indent=2))
     else:

@@ -71,18 +71,19 @@ class _Limits(NamedTuple):
 
 def import_kernelbench(paths: Iterable[Path], out: Path, timeout_s: float = 300.0,
                        memory_bytes: int = 8 << 30, force: bool = False,
-                       on_problem: Callable[[Path], None] | None = None) -> list[ImportOutcome]:
+                       on_problem: Callable[[Path, int, int], None] | None = None) -> list[ImportOutcome]:
     """Import every problem under ``paths`` into ``out/<name>/``; one outcome per problem.
 
     Each problem's processes get ``timeout_s`` seconds and ``memory_bytes`` of address space.
+    ``on_problem(problem, done, total)`` is called before each problem.
     """
     problems = problem_files(paths)
     names = _names(problems)
     limits = _Limits(timeout_s, memory_bytes)
     outcomes = []
-    for problem in problems:
+    for done, problem in enumerate(problems):
         if on_problem is not None:
-            on_problem(problem)
+            on_problem(problem, done, len(problems))
         outcomes.append(_import_one(problem, out / names[problem], limits, force))
     return outcomes
 
