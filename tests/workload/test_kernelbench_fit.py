@@ -64,3 +64,17 @@ def test_init_rule():
     assert init_for("float32", {"min": 1.0, "max": 1.0, "mean": 1.0, "std": 0.0})[0] == "uniform:0.5:1.5"
     assert init_for("float32", {"min": 0.0, "max": 0.0, "mean": 0.0, "std": 0.0})[0] == "uniform:-0.5:0.5"
     assert init_for("int64", {"min": 0, "max": 9, "mean": 4.5, "std": 2.9})[0] == "randint:0:10"
+
+
+def test_far_moves_tell_apart_floors_that_agree_near_the_probe():
+    # an 11-wide pooling window over height 19: h//11 and (h-2)//10 agree on 19..35
+    base = {"H": 19}
+    steps = (1, 2, 3, 5, 7, 11, 16, 23, 41, 60, 97)
+    assert fit_dim(_runs(lambda v: v["H"] // 11, base, "H", steps), ["H"]) == "H//11"
+    assert fit_dim(_runs(lambda v: v["H"] // 11, base, "H", (1, 2, 3, 7, 16)), ["H"]) != "H//11"
+
+
+def test_channels_per_group_is_a_quotient():
+    base = {"C": 64, "G": 4}
+    runs = [(dict(base), 16), ({"C": 128, "G": 4}, 32), ({"C": 64, "G": 8}, 8), ({"C": 64, "G": 16}, 4)]
+    assert fit_dim(runs, ["C", "G"]) == "C//G"

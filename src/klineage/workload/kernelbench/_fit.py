@@ -5,7 +5,7 @@ vary one axis at a time from a base, so the axes a dimension depends on are the 
 variation changed it; equal values are never matched. The expression is then the first of a
 few shapes that reproduces every observation: ``(c1*A + c2*B + ... + b)//s + e`` with small
 integer coefficients (a copy, a halving, a convolution's ``(H - K)//stride + 1``), then a
-product ``c*A*B`` (a flatten).
+product ``c*A*B`` (a flatten), then a quotient ``A//B`` (channels per group).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ __all__ = ["Observation", "drivers", "fit_dim"]
 Observation = tuple[dict[str, int], int]
 """(axis values of one probe run, the dimension that run produced)."""
 
-_COEFFICIENTS = (1, -1, 2, -2, 3, 4)
+_COEFFICIENTS = tuple(c for k in range(1, 9) for c in (k, -k))  # strides, dilations up to 8
+_FEW_COEFFICIENTS = (1, -1, 2, -2)  # over three axes
 _DIVISORS = range(1, 17)
 
 
@@ -38,13 +39,24 @@ def fit_dim(observations: list[Observation], driving: list[str]) -> str | int | 
         found = _linear_floor(observations, driving)
         if found is not None:
             return found
-    return _product(observations, driving)
+    return _product(observations, driving) or _quotient(observations, driving)
+
+
+def _quotient(observations: list[Observation], driving: list[str]) -> str | None:
+    """A//B: channels per group."""
+    if len(driving) != 2:
+        return None
+    for a, b in (driving, driving[::-1]):
+        if all(axes[b] and axes[a] // axes[b] == dim for axes, dim in observations):
+            return f"{a}//{b}"
+    return None
 
 
 def _linear_floor(observations: list[Observation], driving: list[str]) -> str | None:
     """(sum c_i*A_i + b)//s + e, smallest coefficients and divisor first."""
     (base, dim0), rest = observations[0], observations[1:]
-    combos = sorted(itertools.product(_COEFFICIENTS, repeat=len(driving)),
+    choices = _COEFFICIENTS if len(driving) < 3 else _FEW_COEFFICIENTS
+    combos = sorted(itertools.product(choices, repeat=len(driving)),
                     key=lambda cs: sum(abs(c) for c in cs))
     for divisor in _DIVISORS:
         for coefficients in combos:

@@ -39,7 +39,7 @@ from klineage.workload.kernelbench._runs import (
 from klineage.workload.kernelbench._values import init_for
 
 _PRIMES = [11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97]
-_STEPS = (1, 2, 3, 7)  # how far each axis moves from its probe value, one at a time
+_STEPS = (1, 2, 3, 5, 7, 11, 16, 23, 41, 60, 97)  # how far each axis moves from its probe value
 _SAMPLES = 4096  # default values pooled per weight for its init range
 _MAX_BUILDS = 32  # Model builds pooled for weights' values
 _MAX_DRAWS = 1024  # get_inputs() calls pooled for inputs' values
@@ -93,7 +93,8 @@ def _sweep(module: ModuleType, probe: dict[str, int], moving: list[str],
     The base is the probe values; if the Model does not run there, the probe values with the
     constants below 8 (a reduction dim, a flag) at their file values; if not there either (a
     head count must divide a width), the file's own values, and each constant then moves to 2,
-    3 and 4 times its value and by +1 and +7 instead of by +1, +2, +3 and +7.
+    3 and 4 times its value and by +1 and +7 instead of by +1 ... +97 (the far moves tell
+    ``h//11`` from ``(h-2)//10``, which agree from 19 to 35).
     """
     small = {k: v for k, v in constants.items() if v < 8}
     tries = [probe, {**probe, **small}, dict(constants)]

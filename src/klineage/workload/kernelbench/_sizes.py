@@ -27,7 +27,7 @@ def quick_axes(module: ModuleType, bench: dict[str, int], axes: list[str],
     """The largest of the benchmark sizes divided by 4096, 1024, ... 1 whose reference runs
     within ``QUICK_SECONDS`` on one CPU thread; the note says how long it took. A size is not
     tried when the last one's time, times the growth of every axis, passes 4 x that."""
-    best, best_seconds, note, last_error = None, 0.0, "", ""
+    best, best_seconds, note, errors = None, 0.0, "", []
     for factor in _FACTORS:
         values = _scaled(bench, axes, factor)
         if best is not None and values == best:
@@ -38,14 +38,15 @@ def quick_axes(module: ModuleType, bench: dict[str, int], axes: list[str],
         problem = _runs_at(module, values, shapes)
         seconds = time.perf_counter() - started
         if problem:
-            last_error = problem
+            errors.append(f"at {' '.join(f'{a}={values[a]}' for a in axes)}: {problem}")
             continue
         if seconds > QUICK_SECONDS:
             break
         best, best_seconds = values, seconds
         note = f"reference {seconds * 1e3:.0f} ms on 1 CPU thread"
     if best is None:
-        raise ProblemError(f"the Model ran at none of the benchmark sizes scaled down: {last_error}")
+        shown = errors[0] if len(errors) == 1 else f"{errors[0]}; ...; {errors[-1]}"
+        raise ProblemError(f"the Model ran at none of the sizes tried ({shown})")
     return {a: best[a] for a in axes}, note
 
 
