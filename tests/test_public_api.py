@@ -20,6 +20,7 @@ import klineage.runs
 import klineage.skills
 import klineage.source
 import klineage.workload
+import klineage.workload.kernelbench
 
 EXPECTED = {
     klineage: ["__version__"],
@@ -53,6 +54,7 @@ EXPECTED = {
                     "RunInterrupted", "RunMeta", "RunStarted", "Spent", "Usage", "check_resume",
                     "new_run_id"],
     klineage.report: ["ReportPaths", "write_report"],
+    klineage.workload.kernelbench: ["ImportOutcome", "import_kernelbench", "problem_files"],
     klineage.optimize: ["CandidateGated", "DEFAULT_BUDGET", "METHODS", "MethodInputs",
                         "OptimizeFinished", "OptimizeMeta", "OptimizeOptions", "OptimizeResult",
                         "StartGated", "default_inputs", "optimize"],

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from klineage.workload import Workload
 
 __all__ = ["BackendOpt", "JsonOpt", "QuickOpt", "RunsOpt", "ThreadsOpt", "console", "err_console",
-           "exit_status", "new_app", "user_errors", "workload_at"]
+           "exit_status", "new_app", "parse_memory", "user_errors", "workload_at"]
 
 console = Console()
 err_console = Console(stderr=True)
@@ -59,6 +59,16 @@ def workload_at(path: Path, quick: bool) -> Workload:
     if quick and not loaded.quick:
         raise ConfigError(f"--quick: {path} declares no [quick_axes]; run it without --quick")
     return loaded
+
+
+def parse_memory(text: str) -> int:
+    """``--memory`` values: bytes from 8G, 512M, 64k or a plain number."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    try:
+        scale = units.get(text[-1].lower(), 1)
+        return int(float(text.rstrip("kKmMgGbB") if scale > 1 else text) * scale)
+    except (ValueError, IndexError):
+        raise ConfigError(f"--memory: expected a size such as 8G or 512M, got {text!r}") from None
 
 
 def exit_status(exc: KlineageError) -> int:

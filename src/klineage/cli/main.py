@@ -23,6 +23,7 @@ from klineage.cli._common import (
     err_console,
     exit_status,
     new_app,
+    parse_memory,
     user_errors,
     workload_at,
 )
@@ -45,15 +46,6 @@ def _root(
                                           help="Show the version and exit.")] = False,
 ) -> None:
     """klineage: verified optimization skills from expert kernel lineages."""
-
-
-def _parse_memory(text: str) -> int:
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    try:
-        scale = units.get(text[-1].lower(), 1)
-        return int(float(text.rstrip("kKmMgGbB") if scale > 1 else text) * scale)
-    except (ValueError, IndexError):
-        raise ConfigError(f"--memory: expected a size such as 8G or 512M, got {text!r}") from None
 
 
 @app.command()
@@ -86,7 +78,7 @@ def gate(
     kernels = [load_kernel(loaded, name) for name in names]
     baseline = load_kernel(loaded, against) if against else None
     options = GateOptions(threads=threads, profile=not no_profile, secret_seed=seed, backend=backend,
-                          limits=Limits(stall_s=timeout, memory_bytes=_parse_memory(memory)))
+                          limits=Limits(stall_s=timeout, memory_bytes=parse_memory(memory)))
     reports = []
     with console.status("", spinner="dots") as status:
         for spec in kernels:
@@ -272,6 +264,10 @@ def _mount_subcommands() -> None:
 
     app.add_typer(memory_app, name="memory",
                   help="Build the memory baseline's store from its own forward runs.")
+    from klineage.cli.imports import import_app
+
+    app.add_typer(import_app, name="import",
+                  help="Turn other benchmarks' problem files (KernelBench) into workloads.")
 
 
 _mount_subcommands()
