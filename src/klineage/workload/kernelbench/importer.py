@@ -8,20 +8,15 @@ counts, so the importer can never leave a folder the rest of klineage would refu
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import shutil
-import subprocess
-import sys
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-import klineage
 from klineage.errors import ConfigError, WorkloadError
+from klineage.workload._importing import install, run_module, staging_folder
 from klineage.workload.kernelbench._write import workload_files
 from klineage.workload.loader import load_workload
 
@@ -93,22 +88,14 @@ def _import_one(problem: Path, folder: Path, timeout_s: float, force: bool) -> I
     if "error" in survey:
         outcome.error = survey["error"]
         return outcome
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=_parent(folder))) / folder.name
+    staging = staging_folder(folder)
     error = _write_and_verify(staging, problem, survey, timeout_s)
     if error:
         shutil.rmtree(staging.parent)
         outcome.error = error
         return outcome
-    if folder.exists():
-        shutil.rmtree(folder)
-    staging.rename(folder)
-    staging.parent.rmdir()
+    install(staging, folder)
     return _described(outcome, folder, survey)
-
-
-def _parent(folder: Path) -> Path:
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    return folder.parent
 
 
 def _write_and_verify(staging: Path, problem: Path, survey: dict, timeout_s: float) -> str | None:
@@ -139,23 +126,11 @@ def _shape_note(shape: dict[str, int], why: str) -> str:
 
 
 def _subprocess(module: str, target: Path, timeout_s: float) -> dict:
-    """Run ``klineage.workload.kernelbench.<module> TARGET RESULT`` in a fresh interpreter and
-    return its JSON result; {"error": ...} when it fails."""
-    with tempfile.TemporaryDirectory(prefix="klineage-kb-") as scratch:
-        result = Path(scratch) / "result.json"
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [str(Path(klineage.__file__).parent.parent), os.environ.get("PYTHONPATH", "")]))
-        command = [sys.executable, "-m", f"klineage.workload.kernelbench.{module}", str(target.resolve()),
-                   str(result)]
-        try:
-            finished = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True,
-                                      timeout=timeout_s, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            return {"error": f"timed out after {timeout_s:g} s (--timeout to allow longer)"}
-        if not result.is_file():
-            tail = (finished.stderr.strip().splitlines() or [f"exit status {finished.returncode}"])[-1]
-            return {"error": f"the {module.strip('_')} process died: {tail}"}
-        return json.loads(result.read_text())
+    """Run a helper (``_probe`` here, or the shared ``_import_verify``) on TARGET in a fresh
+    interpreter; {"error": ...} when it fails."""
+    qualified = "klineage.workload._import_verify" if module == "_verify" else \
+        f"klineage.workload.kernelbench.{module}"
+    return run_module(qualified, target, timeout_s)
 
 
 def _described(outcome: ImportOutcome, folder: Path, survey: dict) -> ImportOutcome:
