@@ -2,6 +2,7 @@
 root app).
 
     klineage import kernelbench level1/ my_problem.py --out workloads/kernelbench
+    klineage import flashinfer-bench flashinfer-trace/ --out workloads/flashinfer
 """
 
 from __future__ import annotations
@@ -69,4 +70,56 @@ def _render(outcomes: list) -> None:
     for o in outcomes:
         if not o.ok:
             console.print(Text.assemble((f"{Path(o.problem).name}: ", "bold"), ("failed", "red"),
+                                        f" — {o.error}"), highlight=False, soft_wrap=True)
+
+
+@import_app.command("flashinfer-bench")
+def flashinfer_bench_command(
+    dataset: Annotated[Path, typer.Argument(
+        help="A FlashInfer-Bench dataset folder (definitions/, workloads/, solutions/).")],
+    out: Annotated[Path, typer.Option(help="Folder to write one workload folder per definition into.")],
+    timeout: Annotated[float, typer.Option(
+        min=1, help="Seconds one definition's check (it runs the reference code) may take.")] = 300.0,
+    force: Annotated[bool, typer.Option("--force", help="Replace workload folders that exist.")]
+        = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Import a FlashInfer-Bench dataset's definitions and solutions as workloads and kernels
+    (docs/workloads.md)."""
+    from klineage.workload.flashinfer import import_flashinfer_bench
+
+    with user_errors(), console.status("", spinner="dots") as status:
+        def show(definition: str) -> None:
+            if not as_json:
+                status.update(f"importing {escape(definition)} (runs its reference)")
+
+        outcomes = import_flashinfer_bench(dataset, out, timeout_s=timeout, force=force,
+                                           on_definition=show)
+    if as_json:
+        print(json.dumps([o.model_dump(mode="json") for o in outcomes], indent=2))
+    else:
+        _render_flashinfer(outcomes)
+    if any(not o.ok for o in outcomes):
+        raise typer.Exit(1)
+
+
+def _render_flashinfer(outcomes: list) -> None:
+    imported = [o for o in outcomes if o.ok]
+    table = Table(title=f"imported {len(imported)} of {len(outcomes)} definitions")
+    for column in ("definition", "workload", "axes (timed)", "timed workload", "check shapes",
+                   "kernels", "not runnable"):
+        table.add_column(column)
+    for o in imported:
+        table.add_row(o.definition, o.workload, " ".join(f"{k}={v}" for k, v in o.axes.items()),
+                      o.timed, f"{o.check_shapes} (every workload)", " ".join(o.kernels) or "-",
+                      " ".join(o.not_runnable) or "-")
+    if imported:
+        console.print(table)
+    for o in imported:
+        for solution, why in o.not_runnable.items():
+            console.print(f"{o.definition}: solution {solution} not runnable — {escape(why)}",
+                          highlight=False, soft_wrap=True)
+    for o in outcomes:
+        if not o.ok:
+            console.print(Text.assemble((f"{o.definition}: ", "bold"), ("failed", "red"),
                                         f" — {o.error}"), highlight=False, soft_wrap=True)

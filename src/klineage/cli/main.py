@@ -275,7 +275,7 @@ def _mount_subcommands() -> None:
     from klineage.cli.imports import import_app
 
     app.add_typer(import_app, name="import",
-                  help="Turn other benchmarks' problem files (KernelBench) into workloads.")
+                  help="Turn other benchmarks' problem files (KernelBench, FlashInfer-Bench) into workloads.")
 
 
 _mount_subcommands()
