@@ -18,7 +18,7 @@ from rich.text import Text
 
 from klineage.cli._common import JsonOpt, console, new_app, user_errors
 
-__all__ = ["import_app"]
+__all__ = ["export_app", "import_app"]
 
 import_app = new_app("import", "Turn other benchmarks' problem files into klineage workloads.")
 
@@ -123,3 +123,37 @@ def _render_flashinfer(outcomes: list) -> None:
         if not o.ok:
             console.print(Text.assemble((f"{o.definition}: ", "bold"), ("failed", "red"),
                                         f" — {o.error}"), highlight=False, soft_wrap=True)
+
+
+export_app = new_app("export", "Write klineage results in other benchmarks' formats.")
+
+
+@export_app.command("flashinfer-trace")
+def flashinfer_trace_command(
+    workload: Annotated[Path, typer.Argument(
+        help="A workload folder `klineage import flashinfer-bench` wrote.")],
+    reports: Annotated[list[Path], typer.Argument(
+        help="Gate reports on it, as `klineage gate --json` prints them (one report or a list).")],
+    out: Annotated[Path, typer.Option(help="The Trace JSONL file to write (one record a report).")],
+    append: Annotated[bool, typer.Option("--append", help="Add to OUT instead of replacing it.")]
+        = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write gate reports as FlashInfer-Bench Trace records (docs/workloads.md)."""
+    from klineage.workload.flashinfer.trace import traces_for
+
+    with user_errors(), console.status("timing the reference", spinner="dots"):
+        traces = traces_for(workload, reports)
+    lines = "".join(t.model_dump_json() + "\n" for t in traces)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("a" if append else "w") as handle:
+        handle.write(lines)
+    if as_json:
+        print(json.dumps([t.model_dump(mode="json") for t in traces], indent=2))
+        return
+    for t in traces:
+        e = t.evaluation
+        speed = f", {e.performance.latency_ms:.4g} ms, {e.performance.speedup_factor:.3g}x the reference" \
+            if e.performance else ""
+        console.print(f"{t.solution} on {t.workload.uuid}: {e.status.value}{speed}", highlight=False)
+    console.print(f"{len(traces)} trace record(s) {'added to' if append else 'in'} {out}")

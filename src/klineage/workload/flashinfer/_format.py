@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
 __all__ = ["Axis", "Correctness", "Definition", "Environment", "Evaluation", "EvaluationStatus",
            "InputSource", "Performance", "Solution", "SourceFile", "Spec", "TensorDef", "Trace",
@@ -77,6 +77,11 @@ class WorkloadEntry(BaseModel):
     uuid: str
     axes: dict[str, int]
     inputs: dict[str, InputSource]
+
+    @field_serializer("inputs")
+    def _only_given(self, inputs: dict[str, InputSource]) -> dict[str, dict[str, Any]]:
+        """Each source with the fields its type has (no ``"path": null`` on a random input)."""
+        return {name: source.model_dump(mode="json", exclude_none=True) for name, source in inputs.items()}
 
 
 class WorkloadRecord(BaseModel):

@@ -13,7 +13,7 @@ from klineage.workload._importing import TOLERANCES, bytes_expression
 from klineage.workload.flashinfer._format import Definition, WorkloadRecord
 from klineage.workload.flashinfer._plan import Plan
 
-__all__ = ["SIDECAR", "workload_files"]
+__all__ = ["SIDECAR", "record_solutions", "workload_files"]
 
 SIDECAR = "flashinfer.json"
 
@@ -136,3 +136,11 @@ def _readme(definition: Definition, records: list[WorkloadRecord], plan: Plan) -
         "first is the benchmark size the gate times.", "",
         "| workload | var axes | |", "|---|---|---|", *rows, "",
     ])
+
+
+def record_solutions(folder: Path, kernels: dict[str, str], not_runnable: dict[str, str]) -> None:
+    """Add which kernel variant is which Solution (and the Solutions left out, with why) to the
+    sidecar, so a trace names the Solution, not the folder."""
+    sidecar = json.loads((folder / SIDECAR).read_text())
+    sidecar.update(solutions=kernels, not_runnable=not_runnable)
+    (folder / SIDECAR).write_text(json.dumps(sidecar, indent=2) + "\n")

@@ -21,7 +21,7 @@ from klineage.workload._importing import install, run_module, staging_folder
 from klineage.workload.flashinfer._dataset import Dataset, read_dataset
 from klineage.workload.flashinfer._plan import Plan, PlanError, plan, workload_name
 from klineage.workload.flashinfer._solution import NotRunnable, kernel_files
-from klineage.workload.flashinfer._write import workload_files
+from klineage.workload.flashinfer._write import record_solutions, workload_files
 from klineage.workload.loader import load_workload
 
 __all__ = ["DefinitionOutcome", "import_flashinfer_bench"]
@@ -94,6 +94,7 @@ def _import_one(outcome: DefinitionOutcome, data: Dataset, folder: Path, timeout
             outcome.kernels[kernel_files(solution, layout, staging / "kernels")] = solution.name
         except NotRunnable as exc:
             outcome.not_runnable[solution.name] = str(exc)
+    record_solutions(staging, outcome.kernels, outcome.not_runnable)
     error = _verify(staging, layout, timeout_s)
     if error:
         shutil.rmtree(staging.parent)
