@@ -1,0 +1,80 @@
+"""The FlashInfer-Bench import's rules one at a time: which Solutions become kernels, which
+Workloads a Definition accepts, and what a Trace must hold for its status."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from klineage.workload.flashinfer._format import Definition, Evaluation, Solution, WorkloadRecord
+from klineage.workload.flashinfer._plan import PlanError, plan
+from klineage.workload.flashinfer._solution import NotRunnable, kernel_files
+
+DEFINITION = Definition.model_validate({
+    "name": "axpy_n", "op_type": "axpy",
+    "axes": {"n": {"type": "var"}, "g": {"type": "const", "value": 2}},
+    "inputs": {"x": {"shape": ["n"], "dtype": "float32"}, "alpha": {"shape": None, "dtype": "float32"}},
+    "outputs": {"y": {"shape": ["n"], "dtype": "float32"}},
+    "constraints": ["g == 2"],
+    "reference": "def run(x, alpha):\n    return alpha * x\n"})
+
+
+def _record(n: int, alpha: float = 2.0, x: dict | None = None) -> WorkloadRecord:
+    return WorkloadRecord.model_validate({"definition": "axpy_n", "workload": {
+        "uuid": f"w{n}", "axes": {"n": n},
+        "inputs": {"x": x or {"type": "random"}, "alpha": {"type": "scalar", "value": alpha}}}})
+
+
+def _solution(language: str, entry: str, content: str, path: str = "k.c") -> Solution:
+    return Solution.model_validate({
+        "name": "s", "definition": "axpy_n", "author": "us",
+        "spec": {"language": language, "target_hardware": [], "entry_point": f"{path}::{entry}"},
+        "sources": [{"path": path, "content": content}]})
+
+
+def test_scalars_become_params_and_must_agree():
+    layout = plan(DEFINITION, [_record(9), _record(3)])
+    assert layout.axes == {"n": 9, "g": 2} and layout.quick_axes == {"n": 3, "g": 2}
+    assert layout.params == {"alpha": (2.0, "float32")}
+    with pytest.raises(PlanError, match=r"w3 gives alpha = 3\.0"):
+        plan(DEFINITION, [_record(9), _record(3, alpha=3.0)])
+
+
+def test_workloads_must_exist_and_give_random_tensors():
+    with pytest.raises(PlanError, match="no workloads"):
+        plan(DEFINITION, [])
+    with pytest.raises(PlanError, match="w4: input 'x' comes from 'scalar'"):
+        plan(DEFINITION, [_record(4, x={"type": "scalar", "value": 1.0})])
+
+
+def test_the_entry_is_called_by_argument_name(tmp_path):
+    code = "void axpy(float alpha, const float* x, float* y, long n) { for (long i = 0; i < n; i++) " \
+           "y[i] = alpha * x[i]; }\n"
+    name = kernel_files(_solution("C", "axpy", code), plan(DEFINITION, [_record(5)]), tmp_path)
+    text = (tmp_path / name / "kernel.c").read_text()
+    assert "axpy((float)params[0], (const float*)inputs[0], (float*)outputs[0], (long)axes[0]);" in text
+    assert "return 0;" in text
+
+
+@pytest.mark.parametrize(("language", "content", "why"), [
+    ("Triton", "def run(x, alpha): pass", "Triton backend comes later"),
+    ("CUDA", "void axpy(torch::Tensor x, torch::Tensor y) {}", "torch tensors"),
+    ("C", "void axpy(const float* x, float* y, int count) {}", "'count' is none of"),
+    ("C", "int other(void) { return 0; }", "no definition of the entry function axpy"),
+])
+def test_solutions_klineage_cannot_run_say_why(tmp_path, language, content, why):
+    layout = plan(DEFINITION, [_record(5)])
+    with pytest.raises(NotRunnable, match=why):
+        kernel_files(_solution(language, "axpy", content), layout, tmp_path)
+
+
+def test_an_evaluation_holds_exactly_what_its_status_requires():
+    environment = {"hardware": "cpu", "libs": {}}
+    with pytest.raises(ValidationError, match="performance must be set"):
+        Evaluation.model_validate({"status": "PASSED", "log_file": "x", "environment": environment,
+                                   "timestamp": "t", "performance": None,
+                                   "correctness": {"max_relative_error": 0, "max_absolute_error": 0}})
+    with pytest.raises(ValidationError, match="correctness must be null"):
+        Evaluation.model_validate({"status": "COMPILE_ERROR", "log_file": "x", "environment": environment,
+                                   "timestamp": "t", "performance": None,
+                                   "correctness": {"max_relative_error": 0, "max_absolute_error": 0}})
