@@ -106,16 +106,16 @@ def flashinfer_bench_command(
 def _render_flashinfer(outcomes: list) -> None:
     imported = [o for o in outcomes if o.ok]
     table = Table(title=f"imported {len(imported)} of {len(outcomes)} definitions")
-    for column in ("definition", "workload", "axes (timed)", "timed workload", "check shapes",
-                   "kernels", "not runnable"):
+    for column in ("definition", "workload", "axes (timed)", "checked", "kernels", "not runnable"):
         table.add_column(column)
     for o in imported:
         table.add_row(o.definition, o.workload, " ".join(f"{k}={v}" for k, v in o.axes.items()),
-                      o.timed, f"{o.check_shapes} (every workload)", " ".join(o.kernels) or "-",
-                      " ".join(o.not_runnable) or "-")
+                      str(o.check_shapes), " ".join(o.kernels) or "-", " ".join(o.not_runnable) or "-")
     if imported:
         console.print(table)
     for o in imported:
+        console.print(f"{o.definition}: timed at workload {o.timed} (the first); all {o.check_shapes} "
+                      f"workloads checked", highlight=False, soft_wrap=True)
         for solution, why in o.not_runnable.items():
             console.print(f"{o.definition}: solution {solution} not runnable — {escape(why)}",
                           highlight=False, soft_wrap=True)
