@@ -51,7 +51,7 @@ def test_every_workload_is_a_check_shape_and_the_first_is_timed(imported):
 def test_solutions_become_kernels_or_say_why_not(imported):
     _, outcomes = imported
     rmsnorm = outcomes["rmsnorm_h48"]
-    assert set(rmsnorm.kernels) == {"rmsnorm_c_rows", "rmsnorm_c_wrong"}
+    assert set(rmsnorm.kernels) == {"rmsnorm_c_rows", "rmsnorm_c_wrong", "rmsnorm_cuda_rows"}
     assert "Triton" in rmsnorm.not_runnable["rmsnorm_triton"]
 
 
@@ -117,3 +117,17 @@ def test_a_workload_whose_inputs_are_recorded_tensors_refuses_its_definition(tmp
     outcomes = {o.definition: o for o in import_flashinfer_bench(dataset, tmp_path / "out")}
     error = outcomes["rmsnorm_h48"].error
     assert record["workload"]["uuid"] in error and "safetensors" in error
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (no GPU needed)")
+def test_the_cuda_solution_builds_behind_its_generated_kl_launch(imported, monkeypatch):
+    from klineage.backends.cuda import CudaBackend
+    from klineage.workload import load_kernel
+
+    monkeypatch.setenv("KLINEAGE_CUDA_ARCH", "sm_90a")
+    out, outcomes = imported
+    assert outcomes["rmsnorm_h48"].kernels["rmsnorm_cuda_rows"] == "rmsnorm_cuda_rows"
+    kernel = load_kernel(load_workload(out / "rmsnorm_h48"), "rmsnorm_cuda_rows")
+    assert kernel.language == "cuda"
+    result = CudaBackend().build(kernel)
+    assert result.ok, result.log

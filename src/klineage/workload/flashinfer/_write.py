@@ -44,6 +44,8 @@ def _run():
             raise RuntimeError(f"{{DEFINITION}} changed since it was imported: import it again")
         namespace = {{"__name__": "flashinfer_reference"}}
         exec(compile(json.loads(data)["reference"], str(DEFINITION) + ":reference", "exec"), namespace)
+        if not callable(namespace.get("run")):
+            raise RuntimeError("the Definition's reference defines no function run()")
         _state["run"] = namespace["run"]
     return _state["run"]
 
