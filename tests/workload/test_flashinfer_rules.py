@@ -78,3 +78,23 @@ def test_an_evaluation_holds_exactly_what_its_status_requires():
         Evaluation.model_validate({"status": "COMPILE_ERROR", "log_file": "x", "environment": environment,
                                    "timestamp": "t", "performance": None,
                                    "correctness": {"max_relative_error": 0, "max_absolute_error": 0}})
+
+
+def test_files_that_do_not_parse_are_each_one_failure(tmp_path):
+    from klineage.workload.flashinfer import import_flashinfer_bench
+
+    (tmp_path / "definitions").mkdir()
+    (tmp_path / "definitions" / "half.json").write_text('{"name": "half", "op_type": "x"')
+    (tmp_path / "definitions" / "no_axes.json").write_text('{"name": "no_axes", "op_type": "x", '
+                                                          '"inputs": {}, "outputs": {}, "reference": ""}')
+    (tmp_path / "workloads").mkdir()
+    (tmp_path / "workloads" / "orphan.jsonl").write_text("not json\n")
+    solutions = tmp_path / "solutions" / "us" / "x" / "half"
+    solutions.mkdir(parents=True)
+    (solutions / "s.json").write_text("{}")
+    outcomes = import_flashinfer_bench(tmp_path, tmp_path / "out")
+    assert all(not o.ok for o in outcomes) and len(outcomes) == 4
+    errors = {(o.definition, o.error.split(":")[0]) for o in outcomes}
+    assert errors == {("half", "does not parse"), ("no_axes", "does not parse"),
+                      ("half", "solution file s.json does not parse"), ("orphan", "workloads do not parse")}
+    assert "orphan.jsonl line 1" in next(o.error for o in outcomes if o.definition == "orphan")

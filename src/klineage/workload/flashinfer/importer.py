@@ -65,9 +65,14 @@ def import_flashinfer_bench(dataset: Path, out: Path, timeout_s: float = 300.0, 
                     definition=name, source=str(path), name=workload_name(name),
                     error=f"solution {solution.name!r} names definition {name!r}, which the dataset "
                           f"does not have"))
-    for path, why in data.broken_solutions:
-        outcomes.append(DefinitionOutcome(definition="?", source=str(path), name=path.stem,
-                                          error=f"solution file does not parse: {why}"))
+    for path, why in data.broken_solutions:  # solutions/<author>/<op_type>/<definition>/<name>.json
+        outcomes.append(DefinitionOutcome(definition=path.parent.name, source=str(path), name=path.stem,
+                                          error=f"solution file {path.name} does not parse: {why}"))
+    for stem, problems in data.workload_problems.items():
+        if stem not in data.definitions:
+            outcomes.append(DefinitionOutcome(definition=stem, source=str(dataset / "workloads"),
+                                              name=workload_name(stem),
+                                              error=f"workloads do not parse: {problems[0]}"))
     return outcomes
 
 
