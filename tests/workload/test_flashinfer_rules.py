@@ -98,3 +98,61 @@ def test_files_that_do_not_parse_are_each_one_failure(tmp_path):
     assert errors == {("half", "does not parse"), ("no_axes", "does not parse"),
                       ("half", "solution file s.json does not parse"), ("orphan", "workloads do not parse")}
     assert "orphan.jsonl line 1" in next(o.error for o in outcomes if o.definition == "orphan")
+
+
+def test_a_tuple_of_outputs_and_a_kl_launch_entry_gate_on_the_cpu(tmp_path):
+    """Two outputs returned as a tuple map in the Definition's order; a Solution whose entry is
+    kl_launch itself is used as written; a const axis the constraint ties to another is checked."""
+    import json
+
+    from klineage.gate import GateOptions, run_gate
+    from klineage.workload import load_kernel, load_workload
+    from klineage.workload.flashinfer import import_flashinfer_bench
+
+    pytest.importorskip("torch")
+    definition = {
+        "name": "row_max_min_c8", "op_type": "reduce",
+        "axes": {"rows": {"type": "var"}, "cols": {"type": "const", "value": 8},
+                 "half": {"type": "const", "value": 4}},
+        "constraints": ["cols == 2 * half"],
+        "inputs": {"x": {"shape": ["rows", "cols"], "dtype": "float32"}},
+        "outputs": {"hi": {"shape": ["rows"], "dtype": "float32"},
+                    "lo": {"shape": ["rows"], "dtype": "float32"}},
+        "reference": "import torch\n\ndef run(x):\n    return x.amax(dim=1), x.amin(dim=1)\n"}
+    kernel = """#include <stdint.h>
+int kl_launch(const void* const* inputs, void* const* outputs, const int64_t* axes,
+              const double* params, void* stream)
+{
+    const float* x = (const float*)inputs[0];
+    float* hi = (float*)outputs[0];
+    float* lo = (float*)outputs[1];
+    (void)params; (void)stream;
+    for (int64_t i = 0; i < axes[0]; i++) {
+        hi[i] = lo[i] = x[i * axes[1]];
+        for (int64_t j = 1; j < axes[1]; j++) {
+            float v = x[i * axes[1] + j];
+            if (v > hi[i]) hi[i] = v;
+            if (v < lo[i]) lo[i] = v;
+        }
+    }
+    return 0;
+}
+"""
+    for folder in ("definitions", "workloads", "solutions"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "definitions" / "d.json").write_text(json.dumps(definition))
+    (tmp_path / "workloads" / "d.jsonl").write_text("\n".join(json.dumps(
+        {"definition": "row_max_min_c8", "workload": {"uuid": f"u{n}", "axes": {"rows": n},
+                                                      "inputs": {"x": {"type": "random"}}}})
+        for n in (16, 3)) + "\n")
+    (tmp_path / "solutions" / "s.json").write_text(json.dumps({
+        "name": "max_min_c", "definition": "row_max_min_c8", "author": "us",
+        "spec": {"language": "c", "target_hardware": ["CPU"], "entry_point": "k.c::kl_launch"},
+        "sources": [{"path": "k.c", "content": kernel}]}))
+    [outcome] = import_flashinfer_bench(tmp_path, tmp_path / "out")
+    assert outcome.ok, outcome.error
+    workload = load_workload(tmp_path / "out" / "row_max_min_c8")
+    assert workload.axes == {"rows": 16, "cols": 8, "half": 4}
+    report = run_gate(workload, load_kernel(workload, "max_min_c"),
+                      options=GateOptions(profile=False, backend="cpu"))
+    assert report.verdict.value == "accepted", report.reason
