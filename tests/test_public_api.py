@@ -20,6 +20,7 @@ import klineage.runs
 import klineage.skills
 import klineage.source
 import klineage.workload
+import klineage.workload.flashinfer
 import klineage.workload.kernelbench
 
 EXPECTED = {
@@ -55,6 +56,7 @@ EXPECTED = {
                     "new_run_id"],
     klineage.report: ["ReportPaths", "write_report"],
     klineage.workload.kernelbench: ["ImportOutcome", "import_kernelbench", "problem_files"],
+    klineage.workload.flashinfer: ["DefinitionOutcome", "import_flashinfer_bench"],
     klineage.optimize: ["CandidateGated", "DEFAULT_BUDGET", "METHODS", "MethodInputs",
                         "OptimizeFinished", "OptimizeMeta", "OptimizeOptions", "OptimizeResult",
                         "StartGated", "default_inputs", "optimize"],

@@ -27,6 +27,9 @@ NOT_RUN = {
     "--method memory": "the same path as the klineage optimize line; tests/optimize runs memory",
     "klineage memory build": "a forward run as long as the mine's: tests/optimize/test_memory.py "
                              "runs this command on the null backend",
+    "workloads/flashinfer": "tests/workload/test_flashinfer_example.py runs the FlashInfer-Bench "
+                            "section as written on the CPU backend, redirecting the gate's --json "
+                            "to the file the export reads",
     "--method rules-table": "the same path as the klineage optimize line; tests/optimize runs "
                             "rules-table and its table",
 }

@@ -264,10 +264,12 @@ def _mount_subcommands() -> None:
 
     app.add_typer(memory_app, name="memory",
                   help="Build the memory baseline's store from its own forward runs.")
-    from klineage.cli.imports import import_app
+    from klineage.cli.imports import export_app, import_app
 
     app.add_typer(import_app, name="import",
-                  help="Turn other benchmarks' problem files (KernelBench) into workloads.")
+                  help="Turn other benchmarks' problem files (KernelBench, FlashInfer-Bench) into workloads.")
+    app.add_typer(export_app, name="export",
+                  help="Write gate reports in other benchmarks' formats (FlashInfer-Bench traces).")
 
 
 _mount_subcommands()

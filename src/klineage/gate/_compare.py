@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["output_mismatch"]
+__all__ = ["float_errors", "output_mismatch"]
 
 
 def output_mismatch(name: str, got: Any, want: Any, rtol: float, atol: float, kind: str) -> str | None:
@@ -78,3 +78,16 @@ def _describe(name: str, bad: Any, got: Any, want: Any, rule: str, worst: Any = 
 def _value(x: Any) -> str:
     number = float(x)
     return str(int(number)) if number.is_integer() and abs(number) < 1e15 else f"{number:.6g}"
+
+
+def float_errors(got: Any, want: Any) -> tuple[float, float]:
+    """(max |out-ref|, max |out-ref|/|ref|) over the elements where both are finite; the relative
+    error over those where the reference is not zero. (0, 0) when there are none."""
+    finite = ((got - got) == 0) & ((want - want) == 0)
+    if not int(finite.sum()):
+        return 0.0, 0.0
+    difference = abs(got - want)[finite]
+    scale = abs(want)[finite]
+    nonzero = scale > 0
+    relative = float((difference[nonzero] / scale[nonzero]).max()) if int(nonzero.sum()) else 0.0
+    return float(difference.max()), relative

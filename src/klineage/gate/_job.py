@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from klineage.backends.base import Backend
 from klineage.gate._layout import TimingPlan
@@ -60,6 +60,8 @@ class JobResult(BaseModel):
     reason: str = ""
     checks: int = 0
     """Calls whose outputs were compared with the reference."""
+    max_errors: dict[str, float] = Field(default_factory=dict)
+    """Largest absolute and relative float output errors over those calls."""
     timing: TimingStats | None = None
     comparison: PairedTimes | None = None
 
@@ -112,14 +114,19 @@ def _run_job(workload: Workload, backend: Backend, job: GateJob,
                 **record, baseline_clock=clock_a, candidate_clock=clock_b, other_cores=other_cores))
         failure = session.check_correctness(candidates[0]) if job.check else None
         if failure:
-            return JobResult(outcome=failure[0], reason=failure[1], checks=session.checks_done)
+            return _checked(session, outcome=failure[0], reason=failure[1])
         if not job.profile:
-            return JobResult(outcome="ok", checks=session.checks_done)
+            return _checked(session, outcome="ok")
         outcome = session.profile(candidates[0], job.timing)
         if isinstance(outcome, tuple):
-            return JobResult(outcome=outcome[0], reason=outcome[1], checks=session.checks_done)
-        return JobResult(outcome="ok", checks=session.checks_done, timing=TimingStats(**outcome))
+            return _checked(session, outcome=outcome[0], reason=outcome[1])
+        return _checked(session, outcome="ok", timing=TimingStats(**outcome))
     except CandidateFailed as exc:
-        return JobResult(outcome=exc.outcome, reason=exc.reason, checks=session.checks_done)
+        return _checked(session, outcome=exc.outcome, reason=exc.reason)
     finally:
         session.close()
+
+
+def _checked(session: TrustedSession, **result: Any) -> JobResult:
+    """A result with the session's checked-call count and largest errors."""
+    return JobResult(checks=session.checks_done, max_errors=dict(session.max_errors), **result)

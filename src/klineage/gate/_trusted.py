@@ -36,7 +36,7 @@ from klineage.gate._clocks import (
     paired_times,
     trusted_times,
 )
-from klineage.gate._compare import output_mismatch
+from klineage.gate._compare import float_errors, output_mismatch
 from klineage.gate._layout import (
     CANARY,
     GUARD,
@@ -89,6 +89,8 @@ class TrustedSession:
         self.device = device
         self.reference = load_reference(workload)
         self.checks_done = 0
+        self.max_errors = {"absolute": 0.0, "relative": 0.0}
+        """The largest float output errors over every checked call (FlashInfer-Bench traces)."""
         self._cpu_excess: dict[int, str] = {}
         """A candidate's first call over its CPU allowance (see ``_accounting``)."""
         # Fresh blocks, the calls kept for verification and the timing sets come from randomness
@@ -279,8 +281,13 @@ class TrustedSession:
         for spec, value in zip(self.workload.outputs, got, strict=True):
             rtol, atol = self.workload.tolerance_for(spec)
             kind = "bool" if spec.dtype == "bool" else "float" if dtype_info(spec.dtype).is_float else "int"
-            problem = output_mismatch(spec.name, device.native(value, spec.dtype),
-                                      device.native(want[spec.name], spec.dtype), rtol, atol, kind)
+            got_native = device.native(value, spec.dtype)
+            want_native = device.native(want[spec.name], spec.dtype)
+            if kind == "float" and tuple(got_native.shape) == tuple(want_native.shape):
+                absolute, relative = float_errors(got_native, want_native)
+                self.max_errors["absolute"] = max(self.max_errors["absolute"], absolute)
+                self.max_errors["relative"] = max(self.max_errors["relative"], relative)
+            problem = output_mismatch(spec.name, got_native, want_native, rtol, atol, kind)
             if problem:
                 return problem
         return None

@@ -226,11 +226,12 @@ class _Run:
         if result.outcome != "ok":
             self._fail(Verdict(result.outcome), result.reason)
             stage = "correctness" if not self.report.reason.startswith("timed") else "profile"
-            self._stage(stage, False, started, self.report.reason, checks=result.checks)
+            self._stage(stage, False, started, self.report.reason, checks=result.checks,
+                        max_errors=result.max_errors)
             return False
         self._stage("correctness", True, started,
                     f"{result.checks} checked calls over {len(self.workload.shapes())} sizes",
-                    checks=result.checks)
+                    checks=result.checks, max_errors=result.max_errors)
         if result.timing is None:
             return True
         return self._profiled(result.timing, builds, time.perf_counter())

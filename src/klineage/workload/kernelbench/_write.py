@@ -10,16 +10,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from klineage.workload.dtypes import dtype_info
+from klineage.workload._importing import TOLERANCES, bytes_expression
 from klineage.workload.kernelbench._reference import reference_source
 
 __all__ = ["TOLERANCES", "workload_files"]
-
-TOLERANCES = {"float64": (1e-9, 1e-9), "float32": (1e-4, 1e-4), "float16": (5e-3, 5e-3),
-              "bfloat16": (2e-2, 2e-2)}
-"""(rtol, atol) per output dtype. The reference runs in the problem's dtype; a kernel computing
-in the next lower precision (fp16 or bf16 for an fp32 problem) misses these by 5x or more."""
-
 
 def workload_files(folder: Path, problem: Path, survey: dict[str, Any]) -> None:
     """Write the workload for ``problem`` into ``folder`` (which must not exist)."""
@@ -97,11 +91,8 @@ def _op(problem: Path) -> str:
 
 
 def _bytes(tensors: dict) -> str:
-    terms = []
-    for _, _, shape, dtype in [*tensors["inputs"], *tensors["outputs"]]:
-        dims = [str(d) if isinstance(d, int) or d.isidentifier() else f"({d})" for d in shape]
-        terms.append("*".join([str(dtype_info(dtype).numpy.itemsize), *dims]))
-    return " + ".join(terms)
+    every = [*tensors["inputs"], *tensors["outputs"]]
+    return bytes_expression((shape, dtype) for _, _, shape, dtype in every)
 
 
 def _readme(problem: Path, survey: dict[str, Any], tensors: dict) -> str:

@@ -8,22 +8,16 @@ counts, so the importer can never leave a folder the rest of klineage would refu
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import resource
 import shutil
-import subprocess
-import sys
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
-import klineage
 from klineage.errors import ConfigError, WorkloadError
+from klineage.workload._importing import install, run_module, staging_folder
 from klineage.workload.kernelbench._write import workload_files
 from klineage.workload.loader import load_workload
 
@@ -106,22 +100,14 @@ def _import_one(problem: Path, folder: Path, limits: _Limits, force: bool) -> Im
     if "error" in survey:
         outcome.error = survey["error"]
         return outcome
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=_parent(folder))) / folder.name
+    staging = staging_folder(folder)
     error = _write_and_verify(staging, problem, survey, limits)
     if error:
         shutil.rmtree(staging.parent)
         outcome.error = error
         return outcome
-    if folder.exists():
-        shutil.rmtree(folder)
-    staging.rename(folder)
-    staging.parent.rmdir()
+    install(staging, folder)
     return _described(outcome, folder, survey)
-
-
-def _parent(folder: Path) -> Path:
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    return folder.parent
 
 
 def _write_and_verify(staging: Path, problem: Path, survey: dict, limits: _Limits) -> str | None:
@@ -152,28 +138,11 @@ def _shape_note(shape: dict[str, int], why: str) -> str:
 
 
 def _subprocess(module: str, target: Path, limits: _Limits) -> dict:
-    """Run ``klineage.workload.kernelbench.<module> TARGET RESULT`` in a fresh interpreter and
-    return its JSON result; {"error": ...} when it fails."""
-    with tempfile.TemporaryDirectory(prefix="klineage-kb-") as scratch:
-        result = Path(scratch) / "result.json"
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [str(Path(klineage.__file__).parent.parent), os.environ.get("PYTHONPATH", "")]))
-        command = [sys.executable, "-m", f"klineage.workload.kernelbench.{module}", str(target.resolve()),
-                   str(result)]
-        try:
-            finished = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True,
-                                      timeout=limits.timeout_s, stdin=subprocess.DEVNULL,
-                                      preexec_fn=lambda: _cap_memory(limits.memory_bytes))
-        except subprocess.TimeoutExpired:
-            return {"error": f"timed out after {limits.timeout_s:g} s (--timeout to allow longer)"}
-        if not result.is_file():
-            tail = (finished.stderr.strip().splitlines() or [f"exit status {finished.returncode}"])[-1]
-            return {"error": f"the {module.strip('_')} process died: {tail}"}
-        return json.loads(result.read_text())
-
-
-def _cap_memory(limit: int) -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    """Run a helper (``_probe`` here, or the shared ``_import_verify``) on TARGET in a fresh
+    interpreter under the import's limits; {"error": ...} when it fails."""
+    qualified = "klineage.workload._import_verify" if module == "_verify" else \
+        f"klineage.workload.kernelbench.{module}"
+    return run_module(qualified, target, limits.timeout_s, limits.memory_bytes)
 
 
 def _described(outcome: ImportOutcome, folder: Path, survey: dict) -> ImportOutcome:

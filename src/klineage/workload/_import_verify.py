@@ -1,8 +1,9 @@
-"""The written workload, tried as the gate will use it, before the import counts.
+"""An imported workload, tried as the gate will use it, before the import counts (shared by
+``klineage import kernelbench`` and ``klineage import flashinfer-bench``).
 
-    python -m klineage.workload.kernelbench._verify WORKLOAD RESULT.json
+    python -m klineage.workload._import_verify WORKLOAD RESULT.json
 
-Runs in its own process (the generated reference imports the problem file). With klineage's own
+Runs in its own process (the generated reference runs the imported benchmark's code). With klineage's own
 loader, input generator and reference runner: the reference at the quick sizes and at every
 check shape on inputs drawn from the declared inits (an index input whose range follows an axis,
 or a log of values the init made negative, shows here), then the gate's refusal of degenerate
@@ -63,7 +64,7 @@ def main(argv: list[str]) -> int:
     root, result = Path(argv[1]), Path(argv[2])
     try:
         payload = verify(root)
-    except Exception as exc:  # the generated reference or the problem failed in a way not foreseen
+    except Exception as exc:  # the generated reference or the imported code failed in a way not foreseen
         payload = {"error": f"the written workload does not run: {type(exc).__name__}: {_one_line(exc)}"}
     result.write_text(json.dumps(payload))
     return 0
