@@ -57,6 +57,12 @@ def test_bench_tiny_suite_counts_a_failure_as_the_start_kernel(suite, tmp_path, 
         summary = next(s for s in record["summary"] if s["method"] == method)
         assert math.isclose(summary["geomean_speedup_vs_start"], math.sqrt(dot["speedup_vs_start"]))
         assert [f["workload"] for f in summary["failures"]] == ["broken"]
+    kb = json.loads((result.run.path / "kernelbench.json").read_text())["results"]
+    assert {(r["problem"], r["method"], r["correctness"]) for r in kb} == {
+        ("dot", "klineage", True), ("dot", "none", True), ("broken", "klineage", False),
+        ("broken", "none", False)}
+    assert all(r["ref_runtime_ms"] is None and r["speedup_over_torch_compile"] is None for r in kb), (
+        "a numpy reference is no eager baseline, and torch.compile is never run")
     private = Library.open(result.run.path / "libraries" / "dot-r0")
     assert private.cards()[0].verification[-1].target == "dot/naive", "trials go to a private copy"
     assert library.cards()[0].verification[-1].target == "softmax/naive"
@@ -195,3 +201,15 @@ def test_the_demo_table_says_when_two_methods_reached_the_same_kernel():
     assert "the same kernel as none" in lines["bench: klineage"]
     assert "the same kernel as klineage" in lines["bench: none"]
     assert "same kernel" not in lines["bench: memory"]
+
+
+def test_a_bench_on_an_imported_workload_reports_its_speedup_over_eager_torch(tmp_path, quick):
+    from klineage.workload.flashinfer import import_flashinfer_bench
+
+    import_flashinfer_bench(Path(__file__).parents[2] / "examples" / "flashinfer_bench", tmp_path / "wl")
+    options = OptimizeOptions(budget=Budget.parse("gate_runs=1"), gate=quick)
+    result = bench(tmp_path / "wl", None, ["none"], options, runs_root=tmp_path / "runs", seed=1,
+                   start="silu_mul_c")
+    (row,) = json.loads((result.run.path / "kernelbench.json").read_text())["results"]
+    assert row["correctness"] and row["ref_runtime_ms"] > 0 and row["runtime_ms"] > 0
+    assert math.isclose(row["speedup_over_eager"], row["ref_runtime_ms"] / row["runtime_ms"])

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from klineage.backends import backend_for
 from klineage.bench._fairness import leave_one_out, suite_workloads
+from klineage.bench.kernelbench_out import kernelbench_results
 from klineage.bench.records import BenchRecord
 from klineage.errors import BrainError, ConfigError, KlineageError, MachineLoadedError, RunStopped
 from klineage.gate import GateOptions
@@ -175,6 +176,7 @@ def _run_grid(run: Run, folders: list[Path], library: Library | None, options: O
               "results": results, "summary": summarize(results, meta.methods)}
     record = BenchRecord.model_validate(record).model_dump(mode="json")
     run.write_json("bench.json", record)
+    run.write_json("kernelbench.json", kernelbench_results(results, folders, quick, meta.start))
     run.log(BenchFinished())
     return BenchResult(run, record)
 

@@ -126,3 +126,36 @@ def check_not_degenerate(workload: Workload, reference: Callable[..., dict[str, 
                 f"{workload.reference_path}: outputs do not change when input {spec.name!r} "
                 f"is redrawn: the reference ignores it"
             )
+
+
+def reference_ms(workload: Workload, device: str, calls: int = 5) -> float:
+    """Median milliseconds of one reference call at the workload's timed sizes on ``device``
+    ("cpu" or "cuda"), after one warm-up call: the eager time FlashInfer-Bench traces and
+    KernelBench-style results compare a kernel with. Wall clock around each call (synchronized
+    on a GPU), so on a loaded machine it is as noisy as the machine."""
+    import statistics
+    import time
+
+    from klineage.workload.loader import load_reference
+
+    reference = load_reference(workload)
+    inputs = generate_inputs(workload, workload.axes, seed=0)
+    if workload.framework == "torch":  # on the device once, so only the reference is timed
+        inputs = _as_torch(inputs, device)
+    synchronize = _synchronizer(device)
+    seconds = []
+    for _ in range(calls + 1):
+        synchronize()
+        started = time.perf_counter()
+        run_reference(workload, reference, inputs, workload.axes, torch_device=device)
+        synchronize()
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds[1:]) * 1e3
+
+
+def _synchronizer(device: str) -> Callable[[], None]:
+    if device != "cuda":
+        return lambda: None
+    import torch
+
+    return torch.cuda.synchronize

@@ -18,14 +18,12 @@ A report without timing (``--no-profile``, unmeasurable) is refused: PASSED need
 from __future__ import annotations
 
 import json
-import statistics
-import time
 from pathlib import Path
 
 from klineage import __version__
 from klineage.errors import ConfigError
 from klineage.gate.report import GateReport, Verdict
-from klineage.workload import generate_inputs, load_reference, load_workload
+from klineage.workload import load_workload
 from klineage.workload.flashinfer._format import (
     Correctness,
     Environment,
@@ -37,7 +35,7 @@ from klineage.workload.flashinfer._format import (
 )
 from klineage.workload.flashinfer._write import SIDECAR
 from klineage.workload.model import Workload
-from klineage.workload.reference import _as_torch, run_reference
+from klineage.workload.reference import reference_ms
 
 __all__ = ["traces_for"]
 
@@ -58,7 +56,7 @@ def traces_for(workload_dir: Path, report_files: list[Path], reference_calls: in
     sidecar = json.loads(sidecar_path.read_text())
     workload = load_workload(workload_dir)
     timed = next(w for w in sidecar["workloads"] if w["uuid"] == sidecar["timed"])
-    reference_ms: dict[str, float] = {}
+    eager_ms: dict[str, float] = {}
     traces = []
     for path in report_files:
         for report in _reports(path):
@@ -70,11 +68,11 @@ def traces_for(workload_dir: Path, report_files: list[Path], reference_calls: in
             performance = None
             if status is EvaluationStatus.PASSED and report.timing is not None:
                 device = "cpu" if report.backend == "cpu" else "cuda"
-                if device not in reference_ms:
-                    reference_ms[device] = _reference_ms(workload, device, reference_calls)
+                if device not in eager_ms:
+                    eager_ms[device] = reference_ms(workload, device, reference_calls)
                 latency = report.timing.median_s * 1e3
-                performance = Performance(latency_ms=latency, reference_latency_ms=reference_ms[device],
-                                          speedup_factor=reference_ms[device] / latency)
+                performance = Performance(latency_ms=latency, reference_latency_ms=eager_ms[device],
+                                          speedup_factor=eager_ms[device] / latency)
             evaluation = Evaluation(
                 status=status, log_file=str(path), correctness=_correctness(report, status),
                 performance=performance, environment=_environment(report),
@@ -118,23 +116,3 @@ def _environment(report: GateReport) -> Environment:
     except ImportError:
         pass
     return Environment(hardware=report.platform, libs=libs)
-
-
-def _reference_ms(workload: Workload, device: str, calls: int) -> float:
-    """Median milliseconds of the reference at the timed sizes on ``device``."""
-    import torch
-
-    reference = load_reference(workload)
-    inputs = generate_inputs(workload, workload.axes, seed=0)
-    if workload.framework == "torch":  # on the device once, so only the reference is timed
-        inputs = _as_torch(inputs, device)
-    seconds = []
-    for _ in range(calls + 1):  # the first call warms up (imports, allocations)
-        if device == "cuda":
-            torch.cuda.synchronize()
-        started = time.perf_counter()
-        run_reference(workload, reference, inputs, workload.axes, torch_device=device)
-        if device == "cuda":
-            torch.cuda.synchronize()
-        seconds.append(time.perf_counter() - started)
-    return statistics.median(seconds[1:]) * 1e3
