@@ -38,7 +38,8 @@ def quick_axes(module: ModuleType, bench: dict[str, int], axes: list[str],
         problem = _runs_at(module, values, shapes)
         seconds = time.perf_counter() - started
         if problem:
-            errors.append(f"at {' '.join(f'{a}={values[a]}' for a in axes)}: {problem}")
+            where = " ".join(f"{a}={values[a]}" for a in axes) or "the file's sizes"
+            errors.append(f"at {where}: {problem}")
             continue
         if seconds > QUICK_SECONDS:
             break
