@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from klineage.errors import KlineageError
-from klineage.workload import load_kernel, load_workload
+from klineage.workload import Workload, load_kernel, load_workload
 from klineage.workload.reference import reference_ms
 
 __all__ = ["kernelbench_results"]
@@ -23,11 +23,13 @@ __all__ = ["kernelbench_results"]
 
 def kernelbench_results(results: list[dict[str, Any]], folders: list[Path], quick: bool,
                         start: str) -> dict[str, Any]:
-    eager = {folder.name: _eager_ms(folder, quick, start) for folder in folders}
-    by_name = {load_workload(folder, quick=quick).name: folder.name for folder in folders}
+    eager = {}
+    for folder in folders:
+        workload = load_workload(folder, quick=quick)
+        eager[workload.name] = _eager_ms(workload, start)
     records = []
     for row in results:
-        eager_ms = eager.get(by_name.get(row["workload"], ""))
+        eager_ms = eager.get(row["workload"])
         ok = row["status"] == "ok"
         runtime = row.get("best_ms") if ok else None
         records.append({
@@ -43,8 +45,7 @@ def kernelbench_results(results: list[dict[str, Any]], folders: list[Path], quic
             "torch_compile": "not measured", "results": records}
 
 
-def _eager_ms(folder: Path, quick: bool, start: str) -> float | None:
-    workload = load_workload(folder, quick=quick)
+def _eager_ms(workload: Workload, start: str) -> float | None:
     if workload.framework != "torch":
         return None
     try:
