@@ -1,5 +1,6 @@
 """The README's "Run klineage on KernelBench" commands, run as written with the CPU backend: the
-example problem imports and its naive C kernel is accepted by the whole gate."""
+example problem imports, its naive C kernel is accepted by the whole gate, and the imported
+workload mines and optimizes like any other."""
 
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ def test_the_kernelbench_example_imports_and_its_kernel_passes_the_gate(tmp_path
     (tmp_path / "examples").symlink_to(REPO / "examples")
     commands = _section_commands()
     assert [c[:2] for c in commands] == [["import", "kernelbench"],
-                                         ["gate", "workloads/kernelbench/1_linear_relu"]]
+                                         ["gate", "workloads/kernelbench/1_linear_relu"],
+                                         ["mine", "workloads/kernelbench/1_linear_relu"],
+                                         ["optimize", "workloads/kernelbench/1_linear_relu"]]
     runner = CliRunner(env={"COLUMNS": "200"})
     imported = runner.invoke(app, commands[0])
     assert imported.exit_code == 0, imported.output
@@ -35,3 +38,10 @@ def test_the_kernelbench_example_imports_and_its_kernel_passes_the_gate(tmp_path
     gated = runner.invoke(app, commands[1])
     assert gated.exit_code == 0, gated.output
     assert "verdict: accepted" in gated.output
+    # what the walk and the loop find is timing, which a unit test does not judge: that they run
+    mined = runner.invoke(app, commands[2])
+    assert mined.exit_code == 0, mined.output
+    assert "steps accepted / rejected" in mined.output and (tmp_path / "library").is_dir()
+    optimized = runner.invoke(app, commands[3])
+    assert optimized.exit_code == 0, optimized.output
+    assert "best kernel" in optimized.output
