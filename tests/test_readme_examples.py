@@ -27,6 +27,8 @@ NOT_RUN = {
     "--method memory": "the same path as the klineage optimize line; tests/optimize runs memory",
     "klineage memory build": "a forward run as long as the mine's: tests/optimize/test_memory.py "
                              "runs this command on the null backend",
+    "workloads/kernelbench": "tests/workload/test_kernelbench_example.py runs the KernelBench section "
+                             "as written on the CPU backend (import, gate, mine, optimize)",
     "workloads/flashinfer": "tests/workload/test_flashinfer_example.py runs the FlashInfer-Bench "
                             "section as written on the CPU backend, redirecting the gate's --json "
                             "to the file the export reads",
