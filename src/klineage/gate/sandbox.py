@@ -170,9 +170,9 @@ class Candidate:
                 os.close(fd)
         shutil.rmtree(self._folder, ignore_errors=True)
 
-    def log_tail(self) -> str:
+    def log_tail(self, limit: int = 1000) -> str:
         try:
-            return self._log_path.read_bytes()[-1000:].decode(errors="replace").strip()
+            return self._log_path.read_bytes()[-limit:].decode(errors="replace").strip()
         except OSError:
             return ""
 

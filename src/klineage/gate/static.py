@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
+from klineage.gate._static_python import forbidden_in_python
+
 __all__ = ["ALLOWED", "DENIED", "forbidden_in_source", "forbidden_symbols"]
 
 ALLOWED: tuple[str, ...] = (
@@ -108,7 +110,9 @@ def forbidden_in_source(
     source: Path, allowed: Iterable[str] = (), extra: dict[str, tuple[str, ...]] | None = None
 ) -> list[str]:
     """Lines for each call of a denied function the file does not define, and each denied
-    include, in a C/C++/CUDA source file."""
+    include, in a C/C++/CUDA source file; for a Python kernel, ``forbidden_in_python``'s."""
+    if source.suffix == ".py":
+        return forbidden_in_python(source)
     text = source.read_bytes().replace(b"__align__(", b"alignas(")  # a tree-sitter-cuda gap
     tree = _parser().parse(text)
     allowed = set(allowed) | _defined_functions(tree.root_node)

@@ -1,0 +1,115 @@
+"""The static check of a ModelNew kernel.py: what it may import and touch.
+
+The dispatch trace (``gate/_optrace``) is taken inside the candidate's process, where code
+that reaches torch's dispatch internals, the interpreter's module table or the host could
+switch the recorder off or rewrite what it saw. So kernel.py may import only torch's public
+modules and a few harmless ones, and may not name what leads there: private torch attributes,
+dunder attributes other than a class's own set-up, ``exec``/``eval``/``open`` and their kin, or
+``getattr``-style calls whose name is not a literal (a hidden ``getattr(torch, name)``). Each
+finding is a line naming the place; any finding is ``rejected_cheat``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from klineage.backends._modelnew_parse import ExtensionError, extension_of
+
+__all__ = ["forbidden_in_python"]
+
+_IMPORTS = ("torch", "torch.nn", "torch.nn.functional", "torch.utils.cpp_extension", "math",
+            "typing", "__future__", "triton", "triton.language")
+"""Modules kernel.py may import (and their submodules only where listed)."""
+_NAMES = {"exec", "eval", "compile", "open", "__import__", "globals", "locals", "vars",
+          "breakpoint", "input", "memoryview", "__builtins__", "__loader__", "__spec__"}
+_REFLECTION = {"getattr", "setattr", "delattr", "hasattr"}
+_DUNDERS = {"__init__", "__name__", "__doc__"}
+_TORCH_INTERNALS = {"ops", "library", "overrides", "compile", "jit", "fx", "func", "export",
+                    "autograd", "utils", "hub", "backends", "multiprocessing", "distributed",
+                    "package"}
+"""torch's attributes that reach dispatch, code loading or processes (load_inline comes from
+``torch.utils.cpp_extension``, imported by name)."""
+
+
+def forbidden_in_python(source: Path) -> list[str]:
+    try:
+        tree = ast.parse(source.read_text(), filename=source.name)
+    except SyntaxError as exc:
+        return [f"{source.name}:{exc.lineno}: does not parse ({exc.msg})"]
+    torch_names = _torch_aliases(tree)
+    found = []
+    for node in ast.walk(tree):
+        problem = _problem(node, torch_names)
+        if problem:
+            found.append((node.lineno, f"{source.name}:{node.lineno}: {problem}"))
+    return [text for _, text in sorted(found)] + _in_extension(source)
+
+
+_CPP_WAYS_OUT = re.compile(
+    r"##|\b(Py\w*|_Py\w*|pybind11|py::\w+|\w*DispatchKey\w*|AutoDispatch\w*|PythonTLSSnapshot|"
+    r"impl::\w+|dlopen|dlsym|syscall|asm|__asm__)\b")
+"""In the extension's C++: Python's API and pybind11 (we write the bindings), dispatch-key guards
+and TLS (which would hide ops from the trace), loading code, and token pasting that would spell
+any of these from pieces."""
+
+
+def _in_extension(source: Path) -> list[str]:
+    try:
+        extension = extension_of(source)
+    except (ExtensionError, SyntaxError):
+        return []  # the compile stage says why
+    found = []
+    for text in (*extension.cpp_sources, *extension.cuda_sources) if extension else ():
+        for number, line in enumerate(text.splitlines(), 1):
+            match = _CPP_WAYS_OUT.search(line)
+            if match:
+                found.append(f"{source.name}: load_inline source line {number}: uses {match.group(0)} "
+                             f"(the Python API, dispatch state or code loading, which could hide "
+                             f"ops from the trace)")
+    return found
+
+
+def _torch_aliases(tree: ast.Module) -> set[str]:
+    """Names bound to torch itself (``import torch``, ``import torch as t``)."""
+    return {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+            for alias in node.names if alias.name == "torch"}
+
+
+def _problem(node: ast.AST, torch_names: set[str]) -> str | None:
+    if isinstance(node, ast.Import):
+        bad = [a.name for a in node.names if a.name not in _IMPORTS]
+        return f"imports {', '.join(bad)} (kernel.py may import {', '.join(_IMPORTS)})" if bad else None
+    if isinstance(node, ast.ImportFrom):
+        module = "." * node.level + (node.module or "")
+        if module not in _IMPORTS:
+            return f"imports from {module} (kernel.py may import {', '.join(_IMPORTS)})"
+        if module == "torch.utils.cpp_extension" and any(a.name != "load_inline" for a in node.names):
+            return "imports from torch.utils.cpp_extension something other than load_inline"
+        private = [a.name for a in node.names if a.name.startswith("_") or a.name == "*"]
+        return f"imports {', '.join(private)} from {module}" if private else None
+    if isinstance(node, ast.Name) and node.id in _NAMES:
+        return f"uses {node.id} (code loading, files or the interpreter's tables)"
+    if isinstance(node, ast.Attribute):
+        return _attribute(node, torch_names)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _REFLECTION:
+        name = node.args[1] if len(node.args) > 1 else None
+        if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+            return f"calls {node.func.id}() with a name that is not a literal (it could hide any attribute)"
+        return _attribute_name(name.value, None, torch_names)
+    return None
+
+
+def _attribute(node: ast.Attribute, torch_names: set[str]) -> str | None:
+    base = node.value
+    on_torch = isinstance(base, ast.Name) and base.id in torch_names
+    return _attribute_name(node.attr, "torch" if on_torch else None, torch_names)
+
+
+def _attribute_name(name: str, owner: str | None, torch_names: set[str]) -> str | None:
+    if name.startswith("__") and name.endswith("__") and name not in _DUNDERS:
+        return f"touches {name} (interpreter or dispatch internals)"
+    if owner == "torch" and (name.startswith("_") or name in _TORCH_INTERNALS):
+        return f"touches torch.{name} (torch's dispatch, code loading or process internals)"
+    return None
