@@ -37,11 +37,13 @@ __all__ = ["Arena", "CallResult", "Candidate", "CandidateFailed", "Limits", "gua
 
 Arena = HostArena | CudaArena
 _SYSCALL_NAMES_X86_64 = {
-    0: "read", 1: "write", 2: "open", 9: "mmap", 10: "mprotect", 13: "rt_sigaction",
+    0: "read", 1: "write", 2: "open", 7: "poll", 9: "mmap", 10: "mprotect", 13: "rt_sigaction",
     16: "ioctl", 20: "writev", 21: "access", 28: "madvise", 41: "socket", 42: "connect",
-    49: "bind", 56: "clone", 57: "fork", 58: "vfork", 59: "execve", 62: "kill", 82: "rename",
+    49: "bind", 56: "clone", 57: "fork", 58: "vfork", 59: "execve", 62: "kill", 72: "fcntl",
+    79: "getcwd", 82: "rename",
     83: "mkdir", 87: "unlink", 101: "ptrace", 157: "prctl", 200: "tkill", 203: "sched_setaffinity",
-    234: "tgkill", 257: "openat", 302: "prlimit64",
+    221: "fadvise64", 234: "tgkill", 237: "mbind", 257: "openat", 291: "epoll_create1",
+    302: "prlimit64",
     310: "process_vm_readv", 311: "process_vm_writev", 317: "seccomp", 319: "memfd_create",
     322: "execveat", 435: "clone3", 437: "openat2",
 }
