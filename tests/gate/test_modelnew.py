@@ -8,6 +8,7 @@ import pytest
 
 from conftest import FIXTURES
 from klineage.gate import GateOptions, Limits, run_gate
+from klineage.gate.static import forbidden_in_source
 from klineage.workload import load_kernel, load_workload
 from klineage.workload.kernelbench import import_kernelbench
 
@@ -68,3 +69,26 @@ def test_computed_extension_sources_are_a_compile_error_that_says_why(relu):
 def test_hostile_modelnews_get_the_verdict_of_the_check_that_stops_them(relu, name, verdict, words):
     report = gate(relu, name)
     assert report.verdict == verdict and words in report.reason, report.reason
+
+
+def test_sneaky_ways_to_internals_are_caught_statically(tmp_path):
+    (tmp_path / "kernel.py").write_text(
+        "import torch\nimport torch.nn.functional as F\n\n"
+        "C = F.torch._C\nLOADER = F.importlib\nHOOK = {'__torch_function__': 1}\n\n\n"
+        "class T(torch.Tensor):\n    def __torch_function__(self):\n        return 1\n\n\n"
+        "def ops():\n    return getattr(torch, 'ops')\n")
+    found = forbidden_in_source(tmp_path / "kernel.py")
+    assert [line.split(":")[1] for line in found] == ["4", "5", "6", "10", "15"], found
+
+
+def test_a_forward_that_switches_to_torch_after_its_first_call_is_traced(relu, tmp_path):
+    kernel = tmp_path / "counting"
+    kernel.mkdir()
+    (kernel / "kernel.toml").write_text('language = "python"\n')
+    honest = (KERNELS / "honest_relu" / "kernel.py").read_text()
+    (kernel / "kernel.py").write_text(honest.replace(
+        "        return relu_ext.relu(x)",
+        "        self.calls = getattr(self, 'calls', 0) + 1\n"
+        "        return relu_ext.relu(x) if self.calls == 1 else torch.relu(x)"))
+    report = run_gate(relu, load_kernel(relu, kernel), options=GateOptions(profile=False, limits=LIMITS))
+    assert report.verdict == "rejected_cheat" and "aten::relu" in report.reason, report.reason

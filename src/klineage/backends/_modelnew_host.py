@@ -7,7 +7,7 @@ constructor while the runner loads it (read-only opens allowed), then ``call`` o
 (it is linked into the shim itself, so no other file is loaded), runs kernel.py, builds one
 ``ModelNew`` per size the gate will call (seeded as the reference seeds ``Model``) and runs each
 once, so lazy state and torch's threads exist before the runner's final filter. With
-``KL_MODELNEW_TRACE=1`` our dispatch mode is entered before kernel.py runs, and the aten ops
+``KL_MODELNEW_TRACE`` (a token) our dispatch mode is entered before kernel.py runs, and the aten ops
 of the forward calls are printed (in the extension's calls or not) for the trusted side to judge.
 """
 
@@ -25,7 +25,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 SPEC = json.loads(os.environ["KL_MODELNEW"])
-TRACE = os.environ.get("KL_MODELNEW_TRACE") == "1"
+# "token:calls", secret (gone before kernel.py runs): our report's prefix, forward calls per size
+TRACE, _, _CALLS = os.environ.pop("KL_MODELNEW_TRACE", "").partition(":")
 _DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
            "float64": torch.float64, "int8": torch.int8, "int32": torch.int32,
            "int64": torch.int64, "uint8": torch.uint8, "bool": torch.bool}
@@ -132,11 +133,12 @@ def start():
         torch.manual_seed(0)  # as the reference builds Model
         model = kernel.ModelNew(*init)
         _state["models"][tuple(shape["axes"].values())] = model, shape
-        _forward(model, reference, [_sample(d, t) for d, (_, t) in zip(shape["inputs"], SPEC["inputs"],
-                                                                         strict=True)])
+        for _ in range(int(_CALLS) if TRACE else 1):
+            _forward(model, reference, [_sample(d, t) for d, (_, t) in zip(shape["inputs"], SPEC["inputs"],
+                                                                             strict=True)])
     _state["reference"] = reference
     if TRACE:
-        print("KL_TRACE " + json.dumps({k: sorted(v) for k, v in _ops.items()}), flush=True)
+        print(f"KL_TRACE {TRACE} " + json.dumps({k: sorted(v) for k, v in _ops.items()}), flush=True)
     return len(SPEC["inputs"]), len(SPEC["outputs"]), len(SPEC["axis_names"]), len(SPEC["params"])
 
 

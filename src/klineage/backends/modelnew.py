@@ -44,7 +44,8 @@ from klineage.workload.model import KernelSpec, Workload
 __all__ = ["TRACE_ENV", "ModelNewBackend"]
 
 TRACE_ENV = "KL_MODELNEW_TRACE"
-"""Set in a runner's environment: the host records the forward's aten ops (``gate/_optrace``)."""
+"""Set in a runner's environment to a secret token: the host records the forward's aten ops and
+prints them after the token (``gate/_optrace``)."""
 _HERE = Path(__file__).parent
 _HOST = _HERE / "_modelnew_host.py"
 _SHIM = _HERE / "_modelnew_shim.c"

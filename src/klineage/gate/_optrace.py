@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import secrets
 
 from klineage.backends.base import Backend, BuildResult
 from klineage.backends.modelnew import TRACE_ENV
@@ -20,7 +21,10 @@ from klineage.workload import load_reference, run_reference
 from klineage.workload.inputs import generate_array
 from klineage.workload.model import Workload
 
-__all__ = ["GLUE", "traced_cheat"]
+__all__ = ["GLUE", "TRACED_CALLS", "traced_cheat"]
+
+TRACED_CALLS = 8
+"""The most forward calls traced per size (each run draws 2 to this many, in secret)."""
 
 GLUE = frozenset(f"aten::{op}" for op in (
     # views and shape
@@ -44,8 +48,9 @@ def traced_cheat(workload: Workload, backend: Backend, build: BuildResult,
     except CandidateFailed as exc:
         return exc.outcome, f"tracing the forward's ops: {exc.reason}"
     if ops is None:
-        return "rejected_cheat", ("tracing the forward's ops: the runner reported no trace (the "
-                                  "recorder was disabled or its report suppressed)")
+        return "rejected_cheat", ("tracing the forward's ops: the runner did not report exactly one "
+                                  "trace under the run's token (the recorder was disabled, or its "
+                                  "report suppressed or repeated)")
     outside = sorted(set(ops["forward"]) - GLUE)
     if outside:
         return "rejected_cheat", (f"op trace: the forward runs torch's compute ops outside the custom "
@@ -64,7 +69,9 @@ def _candidate_ops(workload: Workload, backend: Backend, build: BuildResult,
     every size) with the recorder on, and is then closed without a call."""
     device = backend.open_device(1)
     inputs, outputs = device.arena(1, "trace-inputs"), device.arena(1, "trace-outputs")
-    env = {**backend.sandbox_env(1, workload), TRACE_ENV: "1"}
+    token = secrets.token_hex(16)  # a line the kernel printed cannot pass for ours
+    calls = 2 + secrets.randbelow(TRACED_CALLS - 1)  # a forward cannot count its way past the trace
+    env = {**backend.sandbox_env(1, workload), TRACE_ENV: f"{token}:{calls}"}
     memory = limits.memory_bytes if backend.address_space_limit_ok() else None
     candidate = None
     try:
@@ -76,8 +83,8 @@ def _candidate_ops(workload: Workload, backend: Backend, build: BuildResult,
             candidate.close()
         inputs.close()
         outputs.close()
-    lines = [ln for ln in log.splitlines() if ln.startswith("KL_TRACE ")]
-    return json.loads(lines[-1].removeprefix("KL_TRACE ")) if lines else None
+    lines = [ln for ln in log.splitlines() if ln.startswith(f"KL_TRACE {token} ")]
+    return json.loads(lines[0].removeprefix(f"KL_TRACE {token} ")) if len(lines) == 1 else None
 
 
 def _reference_ops(workload: Workload) -> set[str]:

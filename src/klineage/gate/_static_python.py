@@ -3,9 +3,11 @@
 The dispatch trace (``gate/_optrace``) is taken inside the candidate's process, where code
 that reaches torch's dispatch internals, the interpreter's module table or the host could
 switch the recorder off or rewrite what it saw. So kernel.py may import only torch's public
-modules and a few harmless ones, and may not name what leads there: private torch attributes,
-dunder attributes other than a class's own set-up, ``exec``/``eval``/``open`` and their kin, or
-``getattr``-style calls whose name is not a literal (a hidden ``getattr(torch, name)``). Each
+modules and a few harmless ones, and may not name what leads there: private attributes (but
+on ``self``), torch's internals and the standard modules torch's modules re-export
+(``torch.nn.functional.importlib``), dunders other than a class's own set-up (as attributes,
+definitions or strings), ``exec``/``eval``/``open`` and their kin, or ``getattr``-style calls
+whose name is not a literal (a hidden ``getattr(torch, name)``). Each
 finding is a line naming the place; any finding is ``rejected_cheat``.
 """
 
@@ -20,17 +22,23 @@ from klineage.backends._modelnew_parse import ExtensionError, extension_of
 __all__ = ["forbidden_in_python"]
 
 _IMPORTS = ("torch", "torch.nn", "torch.nn.functional", "torch.utils.cpp_extension", "math",
-            "typing", "__future__", "triton", "triton.language")
+            "typing", "__future__")
 """Modules kernel.py may import (and their submodules only where listed)."""
 _NAMES = {"exec", "eval", "compile", "open", "__import__", "globals", "locals", "vars",
           "breakpoint", "input", "memoryview", "__builtins__", "__loader__", "__spec__"}
 _REFLECTION = {"getattr", "setattr", "delattr", "hasattr"}
 _DUNDERS = {"__init__", "__name__", "__doc__"}
-_TORCH_INTERNALS = {"ops", "library", "overrides", "compile", "jit", "fx", "func", "export",
-                    "autograd", "utils", "hub", "backends", "multiprocessing", "distributed",
-                    "package"}
-"""torch's attributes that reach dispatch, code loading or processes (load_inline comes from
-``torch.utils.cpp_extension``, imported by name)."""
+_INTERNALS = {
+    # torch's parts that reach dispatch, code loading or processes (load_inline is imported by name)
+    "ops", "library", "overrides", "compile", "jit", "fx", "func", "export", "autograd", "utils",
+    "hub", "backends", "multiprocessing", "distributed", "package",
+    # modules of the standard library that any torch module re-exports as an attribute
+    "sys", "os", "importlib", "builtins", "ctypes", "subprocess", "inspect", "modules", "threading",
+    "signal", "socket", "shutil", "pathlib", "io", "gc", "types", "functools", "warnings",
+}
+"""Attribute names kernel.py may not use on anything but ``self``: the ways from a public torch
+module to its internals or to the interpreter (``torch.nn.functional.importlib``, ...)."""
+_DUNDER = re.compile(r"^__\w+__$")
 
 
 def forbidden_in_python(source: Path) -> list[str]:
@@ -38,10 +46,9 @@ def forbidden_in_python(source: Path) -> list[str]:
         tree = ast.parse(source.read_text(), filename=source.name)
     except SyntaxError as exc:
         return [f"{source.name}:{exc.lineno}: does not parse ({exc.msg})"]
-    torch_names = _torch_aliases(tree)
     found = []
     for node in ast.walk(tree):
-        problem = _problem(node, torch_names)
+        problem = _problem(node)
         if problem:
             found.append((node.lineno, f"{source.name}:{node.lineno}: {problem}"))
     return [text for _, text in sorted(found)] + _in_extension(source)
@@ -71,13 +78,7 @@ def _in_extension(source: Path) -> list[str]:
     return found
 
 
-def _torch_aliases(tree: ast.Module) -> set[str]:
-    """Names bound to torch itself (``import torch``, ``import torch as t``)."""
-    return {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
-            for alias in node.names if alias.name == "torch"}
-
-
-def _problem(node: ast.AST, torch_names: set[str]) -> str | None:
+def _problem(node: ast.AST) -> str | None:
     if isinstance(node, ast.Import):
         bad = [a.name for a in node.names if a.name not in _IMPORTS]
         return f"imports {', '.join(bad)} (kernel.py may import {', '.join(_IMPORTS)})" if bad else None
@@ -92,24 +93,25 @@ def _problem(node: ast.AST, torch_names: set[str]) -> str | None:
     if isinstance(node, ast.Name) and node.id in _NAMES:
         return f"uses {node.id} (code loading, files or the interpreter's tables)"
     if isinstance(node, ast.Attribute):
-        return _attribute(node, torch_names)
+        on_self = isinstance(node.value, ast.Name) and node.value.id == "self"
+        return _attribute_name(node.attr, on_self)
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) \
+            and _DUNDER.match(node.name) and node.name not in _DUNDERS:
+        return f"defines {node.name} (a hook into the interpreter or torch's dispatch)"
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and _DUNDER.match(node.value) \
+            and node.value not in _DUNDERS:
+        return f"spells {node.value!r} in a string (it could name a hook or internal)"
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _REFLECTION:
         name = node.args[1] if len(node.args) > 1 else None
         if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
             return f"calls {node.func.id}() with a name that is not a literal (it could hide any attribute)"
-        return _attribute_name(name.value, None, torch_names)
+        return _attribute_name(name.value, False)
     return None
 
 
-def _attribute(node: ast.Attribute, torch_names: set[str]) -> str | None:
-    base = node.value
-    on_torch = isinstance(base, ast.Name) and base.id in torch_names
-    return _attribute_name(node.attr, "torch" if on_torch else None, torch_names)
-
-
-def _attribute_name(name: str, owner: str | None, torch_names: set[str]) -> str | None:
-    if name.startswith("__") and name.endswith("__") and name not in _DUNDERS:
-        return f"touches {name} (interpreter or dispatch internals)"
-    if owner == "torch" and (name.startswith("_") or name in _TORCH_INTERNALS):
-        return f"touches torch.{name} (torch's dispatch, code loading or process internals)"
+def _attribute_name(name: str, on_self: bool) -> str | None:
+    if _DUNDER.match(name):
+        return None if name in _DUNDERS else f"touches {name} (interpreter or dispatch internals)"
+    if not on_self and (name.startswith("_") or name in _INTERNALS):
+        return f"touches .{name} (torch's dispatch, code loading, or the interpreter's modules)"
     return None
