@@ -114,7 +114,9 @@ class ModelNewBackend(CpuBackend):
         """The candidate's C++ compiled to an object, as load_inline would compose it."""
         main = _main_cpp(extension)
         flags = ["-O3", "-fPIC", "-std=c++17", *_torch_compile_flags(extension.name), *extension.extra_cflags]
-        key = _key(main.encode(), json.dumps(flags), json.dumps(self.toolchain()), json.dumps(_python()))
+        python = _python()
+        key = _key(main.encode(), json.dumps(flags), json.dumps(self.toolchain()), python["include"],
+                   python["version"])
 
         def command(out: Path) -> list[str]:
             source = out.parent / "main.cpp"
