@@ -47,8 +47,9 @@ def test_a_forward_with_the_reference_op_is_caught_by_the_trace(relu):
 @pytest.mark.parametrize(("name", "words"), [
     ("imports_torch_c", "imports torch._C"),
     ("hidden_getattr", "getattr() with a name that is not a literal"),
+    ("spawns_a_process", "(load_inline source 1):4: calls std::system()"),
 ])
-def test_reaching_dispatch_internals_is_caught_statically(relu, name, words):
+def test_reaching_internals_or_the_os_is_caught_statically(relu, name, words):
     report = gate(relu, name)
     assert report.verdict == "rejected_cheat" and words in report.reason, report.reason
     assert [s.name for s in report.stages] == ["static"]

@@ -63,18 +63,24 @@ any of these from pieces."""
 
 
 def _in_extension(source: Path) -> list[str]:
+    """The C++ check of C kernels on each extension source (torch's API is the extension's to
+    use: the trace judges its ops), and the ways out of the trace."""
+    from klineage.gate.static import FRAMEWORK, forbidden_in_code  # static.py imports this module
+
     try:
         extension = extension_of(source)
     except (ExtensionError, SyntaxError):
         return []  # the compile stage says why
     found = []
-    for text in (*extension.cpp_sources, *extension.cuda_sources) if extension else ():
+    sources = (*extension.cpp_sources, *extension.cuda_sources) if extension else ()
+    for index, text in enumerate(sources, 1):
+        label = f"{source.name} (load_inline source {index})"
+        found += forbidden_in_code(text.encode(), label, ignore=(FRAMEWORK,))
         for number, line in enumerate(text.splitlines(), 1):
             match = _CPP_WAYS_OUT.search(line)
             if match:
-                found.append(f"{source.name}: load_inline source line {number}: uses {match.group(0)} "
-                             f"(the Python API, dispatch state or code loading, which could hide "
-                             f"ops from the trace)")
+                found.append(f"{label}:{number}: uses {match.group(0)} (the Python API, dispatch "
+                             f"state or code loading, which could hide ops from the trace)")
     return found
 
 
