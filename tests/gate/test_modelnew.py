@@ -93,3 +93,9 @@ def test_a_forward_that_switches_to_torch_after_its_first_call_is_traced(relu, t
         "        return relu_ext.relu(x) if self.calls == 1 else torch.relu(x)"))
     report = run_gate(relu, load_kernel(relu, kernel), options=GateOptions(profile=False, limits=LIMITS))
     assert report.verdict == "rejected_cheat" and "aten::relu" in report.reason, report.reason
+
+
+def test_kernel_toml_chooses_python_among_the_languages_of_kernel_py(relu, tmp_path):
+    assert load_kernel(relu, KERNELS / "honest_relu").language == "python"
+    (tmp_path / "kernel.py").write_text((KERNELS / "honest_relu" / "kernel.py").read_text())
+    assert load_kernel(relu, tmp_path).language == "triton"  # kernel.py's default

@@ -260,7 +260,7 @@ def load_kernel(workload: Workload, kernel: str | Path) -> KernelSpec:
     source = sources[0]
     known = language_of_file(source.name)
     if known is None:
-        suffixes = ", ".join(s for lang in LANGUAGES.values() for s in lang.suffixes)
+        suffixes = ", ".join(dict.fromkeys(s for lang in LANGUAGES.values() for s in lang.suffixes))
         raise WorkloadError(f"{source}: unknown kernel language (use {suffixes})")
     language = known.name
     settings = _kernel_toml(folder / "kernel.toml")
