@@ -11,6 +11,8 @@
  *     only read-only opens; after that no opens at all, no new executable memory, no signal
  *     handlers, clone only for threads, no processes, sockets or ptrace. A forbidden call traps
  *     (SIGSYS), which is reported with its number and ends the process.
+ * Built with KL_PYTHON (kl_runner_python, for ModelNew kernels only) it keeps root's uid without
+ * capabilities and allows the few more calls an embedded interpreter makes (python_rules).
  *
  * Descriptors: 0 /dev/null, 1 and 2 the log; argv: KERNEL ENTRY IN_BYTES OUT_BYTES CMD_FD REPLY_FD
  * IN_FD OUT_FD [FLUSH_BYTES] (commands in, replies out, the inputs' read-only descriptor, the

@@ -287,13 +287,13 @@ class Candidate:
 
 @cache
 def guard_this_process() -> None:
-    """Without root the runner cannot drop to another user, so keep this process's memory
-    (seeds, inputs to come) away from it: a non-dumpable process cannot be ptraced or have its
-    /proc/PID/mem read by another process of the same user."""
-    if os.geteuid() != 0:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE, 0
-            raise WorkerError(f"cannot make the gate's process non-dumpable: errno {ctypes.get_errno()}")
+    """A runner may share this process's user (without root it cannot drop to another; the
+    Python runner keeps root's uid, without capabilities), so keep this process's memory (seeds,
+    inputs to come) away from it: a non-dumpable process cannot be ptraced or have its
+    /proc/PID/mem read by a process of the same user that lacks CAP_SYS_PTRACE."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE, 0
+        raise WorkerError(f"cannot make the gate's process non-dumpable: errno {ctypes.get_errno()}")
 
 
 def _cpu_clock_of(pid: int) -> int:
