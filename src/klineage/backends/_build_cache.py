@@ -68,9 +68,11 @@ def trusted_build(source: Path, name: str, command: Sequence[str]) -> tuple[Path
     return build.artifact, build.artifact_sha256
 
 
-def imported_symbols(artifact: Path) -> set[str]:
-    """Undefined dynamic symbols of a shared object (what it will call from outside)."""
-    proc = run_tool(["nm", "-D", "-C", "--undefined-only", "--format=posix", str(artifact)])
+def imported_symbols(artifact: Path, dynamic: bool = True) -> set[str]:
+    """Undefined symbols of a shared object's dynamic table (what it will call from outside),
+    or with ``dynamic`` False, of an object file."""
+    proc = run_tool(["nm", *(["-D"] if dynamic else []), "-C", "--undefined-only", "--format=posix",
+                     str(artifact)])
     if proc.returncode != 0:
         raise ToolchainError(f"nm failed on {artifact}: {proc.stderr.strip()}")
     return parse_nm_undefined(proc.stdout)

@@ -11,6 +11,8 @@
  *     only read-only opens; after that no opens at all, no new executable memory, no signal
  *     handlers, clone only for threads, no processes, sockets or ptrace. A forbidden call traps
  *     (SIGSYS), which is reported with its number and ends the process.
+ * Built with KL_PYTHON (kl_runner_python, for ModelNew kernels only) it keeps root's uid without
+ * capabilities and allows the few more calls an embedded interpreter makes (python_rules).
  *
  * Descriptors: 0 /dev/null, 1 and 2 the log; argv: KERNEL ENTRY IN_BYTES OUT_BYTES CMD_FD REPLY_FD
  * IN_FD OUT_FD [FLUSH_BYTES] (commands in, replies out, the inputs' read-only descriptor, the
@@ -27,6 +29,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/audit.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
@@ -44,6 +47,9 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#ifdef KL_PYTHON
+#include <sys/ioctl.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -237,11 +243,46 @@ static void install(struct filter* f) {
         fail("seccomp filter refused", strerror(errno));
 }
 
+#ifdef KL_PYTHON
+/* nr -> allowed when argument k is NULL in all 64 bits (a read, such as sigaction's old handler). */
+static void rule_null_arg(struct filter* f, long nr, int k) {
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, 6));
+    emit(f, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(k)));
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 2));
+    emit(f, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_HI(k)));
+    emit(f, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0));
+    emit(f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, TRAP));
+    emit(f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, ALLOW));
+}
+
+/* The extra calls an embedded interpreter makes (runner kl_runner_python only; docs/gate.md,
+ * "Python candidates"). Checked before the common rules. */
+static void python_rules(struct filter* f, int loading) {
+    rule(f, SYS_mbind, ERR(ENOSYS)); /* torch's allocator asks for NUMA placement: none */
+    if (loading) {
+        static const long reading[] = {SYS_getcwd, SYS_getdents64};
+        for (size_t i = 0; i < sizeof reading / sizeof reading[0]; i++) rule(f, reading[i], ALLOW);
+        /* close-on-exec on the files it reads, and a second descriptor of one (linecache) */
+        uint32_t flag_reads[] = {F_GETFD, F_SETFD, F_GETFL, F_DUPFD_CLOEXEC};
+        rule_arg(f, SYS_fcntl, 1, 0xffffffffu, flag_reads, 4, ALLOW, TRAP);
+        uint32_t is_a_tty = TCGETS; /* isatty() on what it opens: no */
+        rule_arg(f, SYS_ioctl, 1, 0xffffffffu, &is_a_tty, 1, ERR(ENOTTY), TRAP);
+        rule_null_arg(f, SYS_rt_sigaction, 1); /* the signal module reads every handler */
+        /* selectors probes for epoll and poll when imported; it falls back to select() */
+        rule(f, SYS_epoll_create1, ERR(ENOSYS));
+        rule(f, SYS_poll, ERR(ENOSYS));
+    }
+}
+#endif
+
 #ifndef KL_CUDA
 /* While the kernel loads: read-only opens, and the mappings the dynamic loader makes. */
 static void filter_for_loading(void) {
     static struct filter f;
     header(&f);
+#ifdef KL_PYTHON
+    python_rules(&f, 1);
+#endif
     common_rules(&f);
     uint32_t read_only = 0;
     uint32_t write_bits = O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND;
@@ -271,6 +312,9 @@ static void filter_for_loading(void) {
 static void filter_for_running(void) {
     static struct filter f;
     header(&f);
+#ifdef KL_PYTHON
+    python_rules(&f, 0);
+#endif
     common_rules(&f);
 #ifdef SYS_open
     rule(&f, SYS_open, ERR(EACCES));
@@ -405,10 +449,21 @@ static char* map_arena(int fd, size_t bytes, int prot) {
 #endif
 
 static void drop_privileges(void) {
+#ifdef KL_PYTHON
+    /* The interpreter may live where only its owner can read (/root/.pyenv): as root, keep the
+     * user and drop every capability instead, so only files root owns stay readable. */
+    if (geteuid() == 0) {
+        struct __user_cap_header_struct head = {_LINUX_CAPABILITY_VERSION_3, 0};
+        struct __user_cap_data_struct none[2];
+        memset(none, 0, sizeof none);
+        if (syscall(SYS_capset, &head, none) != 0) fail("cannot drop capabilities", strerror(errno));
+    }
+#else
     if (geteuid() == 0) {
         if (setgroups(0, NULL) != 0 || setgid(NOBODY) != 0 || setuid(NOBODY) != 0)
             fail("cannot drop root", strerror(errno));
     }
+#endif
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", strerror(errno));
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     struct rlimit none = {0, 0};
@@ -542,6 +597,9 @@ int main(int argc, char** argv) {
     drop_privileges();
 #endif
     catch_fatal_signals();
+#ifdef KL_PYTHON
+    signal(SIGINT, SIG_IGN); /* else Python's signal module installs its handler, under the filter */
+#endif
     start_threading();
     filter_for_loading();
     void* library = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);

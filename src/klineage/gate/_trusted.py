@@ -201,7 +201,9 @@ class TrustedSession:
                                       f"it)") from exc
             raise
         if result.rc != 0:
-            raise CandidateFailed("crashed", f"{detail}: kl_launch returned {result.rc}")
+            said = candidate.log_tail().splitlines()
+            raise CandidateFailed("crashed", f"{detail}: kl_launch returned {result.rc}"
+                                  + (f"; last output: {said[-1][:200]}" if said else ""))
         problem = self._accounting(candidate, result, detail)
         if problem:
             raise CandidateFailed(problem[0], f"{detail}: {problem[1]}")

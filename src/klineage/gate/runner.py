@@ -19,11 +19,12 @@ from klineage.backends import Backend, BuildResult, backend_for, get_backend
 from klineage.errors import BackendUnavailableError, ConfigError, WorkerError
 from klineage.gate._job import GateJob, JobResult, run_sandboxed
 from klineage.gate._layout import TimingPlan
+from klineage.gate._optrace import traced_cheat
 from klineage.gate.report import Comparison, GateReport, StageResult, TimingStats, Verdict
 from klineage.gate.sandbox import Limits
 from klineage.gate.sol import speed_of_light, too_fast
 from klineage.gate.static import forbidden_in_source, forbidden_symbols
-from klineage.workload import check_not_degenerate, load_reference
+from klineage.workload import LANGUAGES, check_not_degenerate, load_reference
 from klineage.workload.model import KernelSpec, Workload
 
 __all__ = [
@@ -186,6 +187,18 @@ class _Run:
         self._stage("static", not symbols, started, "; ".join(symbols) or "source and symbols clean")
         if symbols:
             self._fail(Verdict.REJECTED_CHEAT, f"static check: the built kernel {_first(symbols)}")
+            return None
+        return self._op_trace(build) if LANGUAGES[self.kernel.language].traced else build
+
+    def _op_trace(self, build: BuildResult) -> BuildResult | None:
+        """A kernel calling torch: its forward's ops, recorded in the sandbox (``gate._optrace``)."""
+        started = time.perf_counter()
+        self.progress("op_trace", "recording the forward's torch ops in the sandbox")
+        cheat = traced_cheat(self.workload, self.backend, build, self.options.limits)
+        self._stage("op_trace", cheat is None, started,
+                    cheat[1] if cheat else "only glue outside the extension")
+        if cheat:
+            self._fail(Verdict(cheat[0]), cheat[1])
             return None
         return build
 

@@ -37,11 +37,13 @@ __all__ = ["Arena", "CallResult", "Candidate", "CandidateFailed", "Limits", "gua
 
 Arena = HostArena | CudaArena
 _SYSCALL_NAMES_X86_64 = {
-    0: "read", 1: "write", 2: "open", 9: "mmap", 10: "mprotect", 13: "rt_sigaction",
+    0: "read", 1: "write", 2: "open", 7: "poll", 9: "mmap", 10: "mprotect", 13: "rt_sigaction",
     16: "ioctl", 20: "writev", 21: "access", 28: "madvise", 41: "socket", 42: "connect",
-    49: "bind", 56: "clone", 57: "fork", 58: "vfork", 59: "execve", 62: "kill", 82: "rename",
+    49: "bind", 56: "clone", 57: "fork", 58: "vfork", 59: "execve", 62: "kill", 72: "fcntl",
+    79: "getcwd", 82: "rename",
     83: "mkdir", 87: "unlink", 101: "ptrace", 157: "prctl", 200: "tkill", 203: "sched_setaffinity",
-    234: "tgkill", 257: "openat", 302: "prlimit64",
+    221: "fadvise64", 234: "tgkill", 237: "mbind", 257: "openat", 291: "epoll_create1",
+    302: "prlimit64",
     310: "process_vm_readv", 311: "process_vm_writev", 317: "seccomp", 319: "memfd_create",
     322: "execveat", 435: "clone3", 437: "openat2",
 }
@@ -170,9 +172,9 @@ class Candidate:
                 os.close(fd)
         shutil.rmtree(self._folder, ignore_errors=True)
 
-    def log_tail(self) -> str:
+    def log_tail(self, limit: int = 1000) -> str:
         try:
-            return self._log_path.read_bytes()[-1000:].decode(errors="replace").strip()
+            return self._log_path.read_bytes()[-limit:].decode(errors="replace").strip()
         except OSError:
             return ""
 
@@ -285,13 +287,13 @@ class Candidate:
 
 @cache
 def guard_this_process() -> None:
-    """Without root the runner cannot drop to another user, so keep this process's memory
-    (seeds, inputs to come) away from it: a non-dumpable process cannot be ptraced or have its
-    /proc/PID/mem read by another process of the same user."""
-    if os.geteuid() != 0:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE, 0
-            raise WorkerError(f"cannot make the gate's process non-dumpable: errno {ctypes.get_errno()}")
+    """A runner may share this process's user (without root it cannot drop to another; the
+    Python runner keeps root's uid, without capabilities), so keep this process's memory (seeds,
+    inputs to come) away from it: a non-dumpable process cannot be ptraced or have its
+    /proc/PID/mem read by a process of the same user that lacks CAP_SYS_PTRACE."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE, 0
+        raise WorkerError(f"cannot make the gate's process non-dumpable: errno {ctypes.get_errno()}")
 
 
 def _cpu_clock_of(pid: int) -> int:

@@ -18,7 +18,9 @@ from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
-__all__ = ["ALLOWED", "DENIED", "forbidden_in_source", "forbidden_symbols"]
+from klineage.gate._static_python import forbidden_in_python
+
+__all__ = ["ALLOWED", "DENIED", "FRAMEWORK", "forbidden_in_code", "forbidden_in_source", "forbidden_symbols"]
 
 ALLOWED: tuple[str, ...] = (
     # memory and strings
@@ -48,6 +50,10 @@ ALLOWED: tuple[str, ...] = (
     "vtable for *", "__dynamic_cast", "__once_proxy",
 )
 
+FRAMEWORK = "a vendor library or framework for the op itself"
+"""The denial a ModelNew extension's source is exempt from: torch's API is its to use (the op
+trace judges its ops)."""
+
 DENIED: dict[str, tuple[str, ...]] = {
     "file or network I/O": (
         "fopen*", "freopen*", "fdopen", "fclose", "open", "open64", "openat*", "__open*", "creat*", "fread",
@@ -62,7 +68,7 @@ DENIED: dict[str, tuple[str, ...]] = {
         "kill", "signal", "sigaction", "raise", "getenv", "secure_getenv", "setenv", "putenv",
         "clone*", "prctl", "mprotect", "mmap*", "process_vm_*", "std::system*",
     ),
-    "a vendor library or framework for the op itself": (
+    FRAMEWORK: (
         "cblas_*", "*gemm_", "*gemv_", "cublas*", "cudnn*", "mkl_*", "openblas_*", "at::*",
         "torch::*", "c10::*",
     ),
@@ -108,8 +114,19 @@ def forbidden_in_source(
     source: Path, allowed: Iterable[str] = (), extra: dict[str, tuple[str, ...]] | None = None
 ) -> list[str]:
     """Lines for each call of a denied function the file does not define, and each denied
-    include, in a C/C++/CUDA source file."""
-    text = source.read_bytes().replace(b"__align__(", b"alignas(")  # a tree-sitter-cuda gap
+    include, in a C/C++/CUDA source file; for a Python kernel, ``forbidden_in_python``'s."""
+    if source.suffix == ".py":
+        return forbidden_in_python(source)
+    return forbidden_in_code(source.read_bytes(), source.name, allowed, extra)
+
+
+def forbidden_in_code(
+    text: bytes, label: str, allowed: Iterable[str] = (), extra: dict[str, tuple[str, ...]] | None = None,
+    ignore: tuple[str, ...] = (),
+) -> list[str]:
+    """``forbidden_in_source``'s lines for C/C++/CUDA text, each starting '<label>:<line>:';
+    denials whose reason is in ``ignore`` are left out."""
+    text = text.replace(b"__align__(", b"alignas(")  # a tree-sitter-cuda gap
     tree = _parser().parse(text)
     allowed = set(allowed) | _defined_functions(tree.root_node)
     found = []
@@ -123,13 +140,13 @@ def forbidden_in_source(
             name = callee.text.decode(errors="replace") if callee is not None else ""
             base = name.split("<")[0]
             why = None if base in allowed else _denial(base, extra or {})
-            if why:
-                found.append(f"{source.name}:{line}: calls {name}() ({why})")
+            if why and why not in ignore:
+                found.append(f"{label}:{line}: calls {name}() ({why})")
         elif node.type == "preproc_include":
             path = node.child_by_field_name("path")
             target = path.text.decode(errors="replace").strip("<>\"") if path is not None else ""
             if any(fnmatch.fnmatchcase(target, p) for p in _DENY_INCLUDES) and target not in allowed:
-                found.append(f"{source.name}:{line}: includes <{target}> (not allowed in kernels)")
+                found.append(f"{label}:{line}: includes <{target}> (not allowed in kernels)")
     return sorted(found, key=lambda s: int(s.split(":")[1]))
 
 

@@ -18,6 +18,8 @@ class KernelLanguage:
     """The Markdown code-fence tag in prompts and skill cards."""
     backend: str
     """The backend that builds it (``backends/<backend>.py``)."""
+    traced: bool = False
+    """Its kernels call torch ops, and the gate's dispatch trace judges which (``gate/_optrace``)."""
 
 
 LANGUAGES: dict[str, KernelLanguage] = {lang.name: lang for lang in (
@@ -25,6 +27,8 @@ LANGUAGES: dict[str, KernelLanguage] = {lang.name: lang for lang in (
     KernelLanguage("cpp", "kernel.cpp", (".cpp",), "cpp", "cpu"),
     KernelLanguage("cuda", "kernel.cu", (".cu",), "cuda", "cuda"),
     KernelLanguage("triton", "kernel.py", (".py",), "python", "triton"),
+    # KernelBench's ModelNew: chosen by kernel.toml (language = "python"), as Triton shares kernel.py
+    KernelLanguage("python", "kernel.py", (".py",), "python", "modelnew", traced=True),
 )}
 
 

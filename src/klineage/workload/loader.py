@@ -22,7 +22,7 @@ _TOP_KEYS = {
     "name", "op", "description", "tags", "framework", "axes", "quick_axes", "check_shapes",
     "params", "inputs", "outputs", "tolerance", "cost",
 }
-_SOURCE_NAMES = [lang.file_name for lang in LANGUAGES.values()]
+_SOURCE_NAMES = list(dict.fromkeys(lang.file_name for lang in LANGUAGES.values()))
 _KERNEL_KEYS = {"language", "entry", "flags", "threads", "allow_symbols"}
 
 
@@ -260,10 +260,13 @@ def load_kernel(workload: Workload, kernel: str | Path) -> KernelSpec:
     source = sources[0]
     known = language_of_file(source.name)
     if known is None:
-        suffixes = ", ".join(s for lang in LANGUAGES.values() for s in lang.suffixes)
+        suffixes = ", ".join(dict.fromkeys(s for lang in LANGUAGES.values() for s in lang.suffixes))
         raise WorkloadError(f"{source}: unknown kernel language (use {suffixes})")
     language = known.name
     settings = _kernel_toml(folder / "kernel.toml")
+    chosen = LANGUAGES.get(settings.get("language", language))
+    if chosen is not None and chosen.file_name == source.name:  # languages sharing a file name
+        language = chosen.name
     if settings.get("language", language) != language:
         raise WorkloadError(
             f"{folder / 'kernel.toml'}: language: says {settings['language']!r} "

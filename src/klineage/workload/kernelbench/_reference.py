@@ -40,24 +40,30 @@ def _problem():
     return _state["module"]
 
 
+def init_inputs(axes, params):
+    """The Model's init inputs at these sizes and params (a ModelNew kernel is built from them too)."""
+    module = _problem()
+    for name, value in axes.items():
+        setattr(module, name, value)
+    init = list(module.get_init_inputs())
+    for name, (index, item, kind) in PARAMS.items():
+        value = _TYPES[kind](params[name])
+        if item is None:
+            init[index] = value
+        else:  # one item of a tuple or list
+            items = list(init[index])
+            items[item] = value
+            init[index] = type(init[index])(items)
+    return init
+
+
 def _model(axes, params, device):
     """One Model per sizes, params and device (kept until another is needed)."""
     key = (tuple(axes.items()), tuple(params.items()), str(device))
     if _state.get("key") != key:
-        module = _problem()
-        for name, value in axes.items():
-            setattr(module, name, value)
-        init = list(module.get_init_inputs())
-        for name, (index, item, kind) in PARAMS.items():
-            value = _TYPES[kind](params[name])
-            if item is None:
-                init[index] = value
-            else:  # one item of a tuple or list
-                items = list(init[index])
-                items[item] = value
-                init[index] = type(init[index])(items)
+        init = init_inputs(axes, params)
         torch.manual_seed(0)
-        _state["model"], _state["key"] = module.Model(*init).to(device), key
+        _state["model"], _state["key"] = _problem().Model(*init).to(device), key
     return _state["model"]
 
 

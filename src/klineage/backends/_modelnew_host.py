@@ -1,0 +1,182 @@
+"""The Python half of the ModelNew shim. It runs only inside the sandboxed runner: the shim
+(``_modelnew_shim.c``) embeds this text and kernel.py's, and runs ``start`` from its
+constructor while the runner loads it (read-only opens allowed), then ``call`` once per
+``kl_launch``. klineage never imports this module.
+
+``start`` imports torch, puts a ``load_inline`` in place that returns the extension we built
+(it is linked into the shim itself, so no other file is loaded), runs kernel.py, builds one
+``ModelNew`` per size the gate will call (seeded as the reference seeds ``Model``) and runs each
+once, so lazy state and torch's threads exist before the runner's final filter. With
+``KL_MODELNEW_TRACE`` (a token) our dispatch mode is entered before kernel.py runs, and the aten ops
+of the forward calls are printed (in the extension's calls or not) for the trusted side to judge.
+"""
+
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+import traceback
+import types
+import warnings
+
+import _kl_shim
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+SPEC = json.loads(os.environ["KL_MODELNEW"])
+# "token:calls", secret (gone before kernel.py runs): our report's prefix, forward calls per size
+TRACE, _, _CALLS = os.environ.pop("KL_MODELNEW_TRACE", "").partition(":")
+_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
+           "float64": torch.float64, "int8": torch.int8, "int32": torch.int32,
+           "int64": torch.int64, "uint8": torch.uint8, "bool": torch.bool}
+_state = {"models": {}, "in_extension": 0, "in_forward": False}
+_ops = {"forward": set(), "extension": set()}
+
+
+class _Recorder(TorchDispatchMode):
+    @classmethod
+    def _should_skip_dynamo(cls):  # else its first op imports dynamo, which wants a cache folder
+        return False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if _state["in_forward"]:
+            _ops["extension" if _state["in_extension"] else "forward"].add(func._schema.name)
+        return func(*args, **(kwargs or {}))
+
+
+class _Traced:
+    """The extension, marking the ops its functions issue."""
+
+    def __init__(self, module):
+        self._module = module
+
+    def __getattr__(self, name):
+        function = getattr(self._module, name)
+        if not callable(function):
+            return function
+
+        def call(*args, **kwargs):
+            _state["in_extension"] += 1
+            try:
+                return function(*args, **kwargs)
+            finally:
+                _state["in_extension"] -= 1
+        return call
+
+
+def _load_inline(*args, **kwargs):
+    """The extension kernel.py's sources were compiled into (its arguments were read and
+    checked at build time; these are ignored)."""
+    if not _kl_shim.EXTENSION:
+        raise RuntimeError("kernel.py calls load_inline, but no extension was built for it")
+    loader = importlib.machinery.ExtensionFileLoader(_kl_shim.EXTENSION, _kl_shim.LIBRARY)
+    module = importlib.util.module_from_spec(
+        importlib.util.spec_from_loader(_kl_shim.EXTENSION, loader))
+    loader.exec_module(module)
+    return _Traced(module) if TRACE else module
+
+
+def _reference():
+    spec = importlib.util.spec_from_file_location("klineage_reference", SPEC["reference"])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not hasattr(module, "init_inputs"):
+        raise RuntimeError(f"{SPEC['reference']} predates ModelNew kernels: import the problem again")
+    return module
+
+
+def _kernel():
+    """kernel.py, run with our load_inline in place of torch's (its build machinery never loads)."""
+    fake = types.ModuleType("torch.utils.cpp_extension")
+    fake.load_inline = _load_inline
+    sys.modules["torch.utils.cpp_extension"] = fake
+    torch.utils.cpp_extension = fake
+    module = types.ModuleType("kernel")
+    module.__file__ = "kernel.py"
+    sys.modules["kernel"] = module
+    exec(compile(_kl_shim.KERNEL_SOURCE, "kernel.py", "exec"), module.__dict__)
+    return module
+
+
+def _forward(model, reference, tensors):
+    named = dict(zip([name for name, _ in SPEC["inputs"]], tensors, strict=True))
+    args = [named[name] for name in reference.INPUTS]
+    weights = {key: named[name] for name, key in reference.WEIGHTS.items()}
+    _state["in_forward"] = True
+    try:
+        if weights:
+            return torch.func.functional_call(model, weights, tuple(args), strict=True)
+        return model(*args)
+    finally:
+        _state["in_forward"] = False
+
+
+def _sample(dims, dtype):
+    kind = _DTYPES[dtype]
+    return torch.randn(dims, dtype=kind) if kind.is_floating_point else torch.zeros(dims, dtype=kind)
+
+
+def start():
+    """Everything before the first call; returns (inputs, outputs, axes, params) counts."""
+    warnings.filterwarnings("ignore", message="The given buffer is not writable")
+    torch.set_num_threads(SPEC["threads"])
+    torch.set_grad_enabled(False)
+    if TRACE:
+        _Recorder().__enter__()  # before kernel.py exists, and never left
+    reference = _reference()
+    kernel = _kernel()
+    if not hasattr(kernel, "ModelNew"):
+        raise RuntimeError("kernel.py defines no ModelNew")
+    for shape in SPEC["shapes"]:
+        init = reference.init_inputs(shape["axes"], SPEC["params"])
+        torch.manual_seed(0)  # as the reference builds Model
+        model = kernel.ModelNew(*init)
+        _state["models"][tuple(shape["axes"].values())] = model, shape
+        for _ in range(int(_CALLS) if TRACE else 1):
+            _forward(model, reference, [_sample(d, t) for d, (_, t) in zip(shape["inputs"], SPEC["inputs"],
+                                                                             strict=True)])
+    _state["reference"] = reference
+    if TRACE:
+        print(f"KL_TRACE {TRACE} " + json.dumps({k: sorted(v) for k, v in _ops.items()}), flush=True)
+    return len(SPEC["inputs"]), len(SPEC["outputs"]), len(SPEC["axis_names"]), len(SPEC["params"])
+
+
+def _wrap(pointer, dims, dtype, writable):
+    kind = _DTYPES[dtype]
+    count = 1
+    for d in dims:
+        count *= d
+    if count == 0:
+        return torch.empty(dims, dtype=kind)
+    size = count * torch.empty((), dtype=kind).element_size()
+    return torch.frombuffer(_kl_shim.view(pointer, size, writable), dtype=kind).view(dims)
+
+
+def call(inputs, outputs, axes):
+    """One kl_launch: the arena's memory as tensors (inputs read-only), forward, the result
+    copied into the outputs. 0, or 2 with the reason printed to the log."""
+    try:
+        model, shape = _state["models"][tuple(axes)]
+    except KeyError:
+        print(f"ModelNew shim: no model was built for sizes {axes}", file=sys.stderr, flush=True)
+        return 2
+    try:
+        given = [_wrap(p, d, t, False) for p, d, (_, t) in zip(inputs, shape["inputs"], SPEC["inputs"],
+                                                              strict=True)]
+        result = _forward(model, _state["reference"], given)
+        results = list(result) if isinstance(result, tuple | list) else [result]
+        if len(results) != len(outputs):
+            raise ValueError(f"forward returned {len(results)} outputs, the workload has {len(outputs)}")
+        for pointer, dims, (name, dtype), value in zip(outputs, shape["outputs"], SPEC["outputs"], results,
+                                                       strict=True):
+            if not isinstance(value, torch.Tensor) or value.dtype != _DTYPES[dtype] \
+                    or tuple(value.shape) != tuple(dims):
+                raise ValueError(f"output {name!r} must be a {dtype} tensor of shape {tuple(dims)}, "
+                                 f"got {value!r:.80}")
+            _wrap(pointer, dims, dtype, True).copy_(value)
+    except Exception:
+        traceback.print_exc()
+        sys.stderr.flush()
+        return 2
+    return 0

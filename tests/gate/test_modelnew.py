@@ -1,0 +1,101 @@
+"""ModelNew kernels (KernelBench's kernel.py with a load_inline C++ extension) through the whole
+gate on the CPU: an honest one is accepted; each hostile one gets the verdict of the check that
+stops it. The extension is compiled once (the hostile kernels share the honest one's sources)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import FIXTURES
+from klineage.gate import GateOptions, Limits, run_gate
+from klineage.gate.static import forbidden_in_source
+from klineage.workload import load_kernel, load_workload
+from klineage.workload.kernelbench import import_kernelbench
+
+pytest.importorskip("torch")
+
+KERNELS = FIXTURES / "modelnew"
+LIMITS = Limits(stall_s=60, memory_bytes=4 << 30)
+
+
+@pytest.fixture(scope="module")
+def relu(tmp_path_factory):
+    out = tmp_path_factory.mktemp("kb")
+    import_kernelbench([FIXTURES / "kernelbench" / "1_relu.py"], out)
+    return load_workload(out / "1_relu")
+
+
+def gate(workload, name, profile=False):
+    options = GateOptions(profile=profile, threads=1, trials=2, target_trial_s=0.005, warmup_s=0.01,
+                          max_sets=2, limits=LIMITS)
+    return run_gate(workload, load_kernel(workload, KERNELS / name), options=options)
+
+
+def test_an_honest_modelnew_passes_the_whole_gate(relu):
+    report = gate(relu, "honest_relu", profile=True)
+    assert report.verdict in ("accepted", "unmeasurable"), report.reason  # a loaded 2-core machine
+    stages = {s.name: s.ok for s in report.stages}
+    assert stages["op_trace"] and stages["correctness"] and report.backend == "modelnew"
+
+
+def test_a_forward_with_the_reference_op_is_caught_by_the_trace(relu):
+    report = gate(relu, "torch_relu")
+    assert report.verdict == "rejected_cheat"
+    assert "op trace" in report.reason and "aten::relu" in report.reason
+
+
+@pytest.mark.parametrize(("name", "words"), [
+    ("imports_torch_c", "imports torch._C"),
+    ("hidden_getattr", "getattr() with a name that is not a literal"),
+    ("spawns_a_process", "(load_inline source 1):4: calls std::system()"),
+])
+def test_reaching_internals_or_the_os_is_caught_statically(relu, name, words):
+    report = gate(relu, name)
+    assert report.verdict == "rejected_cheat" and words in report.reason, report.reason
+    assert [s.name for s in report.stages] == ["static"]
+
+
+def test_computed_extension_sources_are_a_compile_error_that_says_why(relu):
+    report = gate(relu, "computed_source")
+    assert report.verdict == "compile_error"
+    assert "must be string literals or module-level constants" in report.reason
+
+
+@pytest.mark.parametrize(("name", "verdict", "words"), [
+    ("writes_input", "incorrect", "input 'x' was modified"),
+    ("cached_output", "incorrect", "seed"),
+    ("low_precision", "incorrect", "out"),
+    ("opens_a_file", "rejected_cheat", "fadvise64); the sandbox stopped it"),
+])
+def test_hostile_modelnews_get_the_verdict_of_the_check_that_stops_them(relu, name, verdict, words):
+    report = gate(relu, name)
+    assert report.verdict == verdict and words in report.reason, report.reason
+
+
+def test_sneaky_ways_to_internals_are_caught_statically(tmp_path):
+    (tmp_path / "kernel.py").write_text(
+        "import torch\nimport torch.nn.functional as F\n\n"
+        "C = F.torch._C\nLOADER = F.importlib\nHOOK = {'__torch_function__': 1}\n\n\n"
+        "class T(torch.Tensor):\n    def __torch_function__(self):\n        return 1\n\n\n"
+        "def ops():\n    return getattr(torch, 'ops')\n")
+    found = forbidden_in_source(tmp_path / "kernel.py")
+    assert [line.split(":")[1] for line in found] == ["4", "5", "6", "10", "15"], found
+
+
+def test_a_forward_that_switches_to_torch_after_its_first_call_is_traced(relu, tmp_path):
+    kernel = tmp_path / "counting"
+    kernel.mkdir()
+    (kernel / "kernel.toml").write_text('language = "python"\n')
+    honest = (KERNELS / "honest_relu" / "kernel.py").read_text()
+    (kernel / "kernel.py").write_text(honest.replace(
+        "        return relu_ext.relu(x)",
+        "        self.calls = getattr(self, 'calls', 0) + 1\n"
+        "        return relu_ext.relu(x) if self.calls == 1 else torch.relu(x)"))
+    report = run_gate(relu, load_kernel(relu, kernel), options=GateOptions(profile=False, limits=LIMITS))
+    assert report.verdict == "rejected_cheat" and "aten::relu" in report.reason, report.reason
+
+
+def test_kernel_toml_chooses_python_among_the_languages_of_kernel_py(relu, tmp_path):
+    assert load_kernel(relu, KERNELS / "honest_relu").language == "python"
+    (tmp_path / "kernel.py").write_text((KERNELS / "honest_relu" / "kernel.py").read_text())
+    assert load_kernel(relu, tmp_path).language == "triton"  # kernel.py's default
