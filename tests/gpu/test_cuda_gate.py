@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from conftest import FIXTURES, REPO
@@ -16,12 +14,6 @@ pytestmark = pytest.mark.gpu
 CHEATS = FIXTURES.parent / "gate" / "cuda_cheats"
 CUDA_EXAMPLES = sorted(p for p in (REPO / "examples" / "workloads" / "cuda").glob("*")
                        if (p / "workload.toml").is_file())
-
-
-@pytest.fixture
-def gpu_quick(quick):
-    # A cold start (torch import, CUDA context) may take longer than a CPU stall limit.
-    return replace(quick, target_trial_s=0.02, max_sets=3, limits=replace(quick.limits, stall_s=60))
 
 
 def test_ceilings_are_plausible():
