@@ -1,18 +1,40 @@
-"""The Executor seam: where gate work runs. Builds may run in parallel; timed runs on one device
-never overlap (the gate takes a per-device lock around every timed run, across processes)."""
+"""The Executor seam: where gate work runs (DESIGN.md §10).
+
+Two kinds of work. Builds run anywhere there is a core (``prebuild``), in parallel. Jobs
+(``map``) each take one *timing slot* — a device held exclusively for the job's whole length:
+one per GPU, one per machine for the CPU backend — so no two timed runs ever share a device (the
+gate's per-device lock stays as the backstop across processes). A job is a module-level function
+of one picklable item; it must do its own writes to the run folder only through what it returns,
+so that budget charges and events are written once, in the caller's process, per finished job.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol, TypeVar
 
 from klineage.backends import Backend
 from klineage.workload import KernelSpec
 
-__all__ = ["Executor"]
+__all__ = ["Executor", "Item", "Result"]
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 
 
 class Executor(Protocol):
+    name: str
+    """'local' or 'ray' (what reports say the work ran on)."""
+
     def prebuild(self, backend: Backend, kernels: Sequence[KernelSpec]) -> None:
         """Compile every kernel into the build cache ahead of gating (failures are cached too and
         reported by the gate run that needs them)."""
+
+    def slots(self, device: str) -> int:
+        """How many jobs on ``device`` ('cpu' or 'cuda') run at once."""
+
+    def map(self, job: Callable[[Item], Result], items: Sequence[Item],
+            device: str = "cpu") -> Iterator[tuple[int, Result]]:
+        """Run ``job(item)`` for every item, each in a timing slot of ``device``; yield
+        ``(index, result)`` as each finishes, each index exactly once. A job whose worker or
+        machine died runs again in another slot; a klineage error the job raised is raised here."""

@@ -1,0 +1,111 @@
+"""The Ray executor on a local two-CPU cluster: gate jobs and a bench through it, with one timing
+actor killed mid-run, give the local executor's verdicts; nothing is lost or charged twice.
+
+The gate jobs run the real CPU gate (correctness: its verdicts do not depend on the load). The
+bench times kernels, and Ray's own daemons load a 2-core machine past what the gate accepts as a
+measurement (it says unmeasurable, rightly): the bench runs on the null backend's exact model."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from klineage.bench import bench
+from klineage.bench.run import BenchRowDone
+from klineage.executors import LocalExecutor, using
+from klineage.gate import GateSession
+from klineage.optimize import OptimizeOptions
+from klineage.runs import Budget, Charge, Meter, RunDir
+from klineage.workload import KernelState, load_kernel
+
+ray = pytest.importorskip("ray")
+from klineage.executors.ray import RayExecutor  # noqa: E402
+
+pytestmark = pytest.mark.timeout(240)
+
+
+class KillingExecutor(RayExecutor):
+    """Kills the actor it gives its ``kill_at``-th job, right after handing it over."""
+
+    def __init__(self, kill_at: int):
+        super().__init__()
+        self.kill_at, self.dispatched = kill_at, 0
+
+    def _dispatch(self, slot, job, item):
+        ref = super()._dispatch(slot, job, item)
+        self.dispatched += 1
+        if self.dispatched == self.kill_at:
+            ray.kill(slot.actor)
+        return ref
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    # Workers build into the same per-session cache as this process (conftest's _isolated_cache).
+    cache = tmp_path_factory.getbasetemp() / "cache"
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"KLINEAGE_CACHE_DIR": str(cache)}})
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture
+def suite(tmp_path):
+    root = tmp_path / "suite"
+    for name in ("dot", "scale"):
+        shutil.copytree(FIXTURES / name, root / name)
+    return root
+
+
+def _verdicts(record):
+    return {(r["workload"], r["method"], r["repeat"]):
+            (r["status"], r["reason"], r["best_state"], r["correct_candidates"],
+             r["failed_candidates"]) for r in record["results"]}
+
+
+def test_a_bench_through_ray_with_an_actor_killed_gives_the_local_verdicts(cluster, suite, tmp_path,
+                                                                          null_gate):
+    options = OptimizeOptions(budget=Budget.parse("gate_runs=2"), gate=null_gate)
+
+    def run(executor, where):
+        with using(executor):
+            return bench(suite, None, ["none"], options, repeats=2, runs_root=tmp_path / where,
+                         seed=3)
+
+    local = run(LocalExecutor(), "local")
+    killing = KillingExecutor(kill_at=3)  # 2 expert timings, then the first group
+    remote = run(killing, "ray")
+
+    assert _verdicts(remote.record) == _verdicts(local.record)
+    assert len(_verdicts(remote.record)) == 4 and killing.dispatched == 2 + 4 + 1
+    assert len(remote.run.events(BenchRowDone)) == 4, "each group's rows logged once, by the parent"
+    for row in remote.record["results"]:
+        if row["optimize_run"]:
+            charges = RunDir(Path(row["optimize_run"])).events(Charge)
+            assert [c.total["gate_runs"] for c in charges if c.kind == "gate"] == [1, 2]
+
+
+def test_gate_jobs_through_ray_are_charged_once_each(cluster, axpy, tmp_path, quick):
+    plain = KernelState.from_spec(load_kernel(axpy, "plain"))
+    states = [plain, KernelState.from_spec(load_kernel(axpy, "expert")),
+              plain.with_source(plain.source.replace("+ z[i]", "- z[i]")),
+              plain.with_source(plain.source + "\n#error broken\n")]
+
+    def verdicts(executor, where):
+        run = RunDir(tmp_path / where)
+        meter = Meter(log=run.log)
+        with using(executor):
+            found = {s.fingerprint: r.verdict.value for s, r in
+                     GateSession(run, axpy, quick, meter=meter).check_many(states, profile=False)}
+        return found, meter.spent.gate_runs, len(run.events(Charge))
+
+    local, *local_charged = verdicts(LocalExecutor(), "local")
+    killing = KillingExecutor(kill_at=2)
+    remote, *remote_charged = verdicts(killing, "ray")
+    assert killing.dispatched == len(states) + 1, "the killed actor's job ran again"
+    assert remote == local and sorted(local.values()) == ["accepted", "accepted", "compile_error",
+                                                          "incorrect"]
+    assert local_charged == remote_charged == [len(states), len(states)]
