@@ -7,7 +7,9 @@ measurement (it says unmeasurable, rightly): the bench runs on the null backend'
 
 from __future__ import annotations
 
+import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ import pytest
 from conftest import FIXTURES
 from klineage.bench import bench
 from klineage.bench.run import BenchRowDone
+from klineage.errors import ConfigError
 from klineage.executors import LocalExecutor, using
 from klineage.gate import GateSession
 from klineage.optimize import OptimizeOptions
@@ -109,3 +112,34 @@ def test_gate_jobs_through_ray_are_charged_once_each(cluster, axpy, tmp_path, qu
     assert remote == local and sorted(local.values()) == ["accepted", "accepted", "compile_error",
                                                           "incorrect"]
     assert local_charged == remote_charged == [len(states), len(states)]
+
+
+def test_the_gate_command_through_ray_prints_the_local_verdicts(cluster):
+    from typer.testing import CliRunner
+
+    from klineage.cli import app
+
+    def verdicts(executor):
+        result = CliRunner().invoke(app, ["gate", str(FIXTURES / "axpy"), "--no-profile", "--json",
+                                          "--executor", executor])
+        assert result.exit_code == 0, result.output
+        return [(r["kernel"], r["verdict"]) for r in json.loads(result.output)]
+
+    assert verdicts("ray") == verdicts("local") == [("expert", "accepted"), ("plain", "accepted"),
+                                                    ("slow", "accepted")]
+
+
+def test_an_executor_that_cannot_run_is_one_error_line(monkeypatch):
+    from typer.testing import CliRunner
+
+    from klineage.cli import app
+
+    def error(executor):
+        result = CliRunner().invoke(app, ["gate", str(FIXTURES / "axpy"), "--executor", executor])
+        assert isinstance(result.exception, ConfigError)  # klineage's entry: one red line, status 2
+        return str(result.exception)
+
+    assert "no Ray cluster answers there" in error("ray:127.0.0.1:1")
+    assert "expected local, ray or ray:ADDRESS" in error("dask")
+    monkeypatch.setitem(sys.modules, "klineage.executors.ray", None)  # as if ray were not installed
+    assert "pip install 'klineage[ray]'" in error("ray")

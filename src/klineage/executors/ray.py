@@ -8,6 +8,7 @@ logged by the caller when it arrives, nothing is charged twice. Ray is imported 
 from __future__ import annotations
 
 import contextlib
+import socket
 from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,18 @@ class _TimingActor:
         return job(item)
 
 
+def _check_reachable(address: str) -> None:
+    """Fail in seconds, not after Ray's minutes of retries, when nothing listens at the head."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return  # 'auto' and the like: Ray resolves them
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as exc:
+        raise ConfigError(f"--executor ray:{address}: no Ray cluster answers there ({exc}); start "
+                          f"one with `ray start --head` (docs/scale.md)") from exc
+
+
 def _build(backend: Backend, kernel: KernelSpec) -> None:
     with contextlib.suppress(KlineageError):  # a failed build is cached; its gate run reports it
         backend.build(kernel)
@@ -56,6 +69,8 @@ class RayExecutor:
     def __init__(self, address: str | None = None, max_attempts: int = 3, **init: Any):
         """Join the cluster at ``address`` (None: ``RAY_ADDRESS``, else a fresh local one);
         ``init`` goes to ``ray.init`` when this process has not joined one yet."""
+        if address:
+            _check_reachable(address)
         if not ray.is_initialized():
             try:
                 ray.init(address=address, include_dashboard=False, log_to_driver=False, **init)

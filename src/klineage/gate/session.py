@@ -36,24 +36,27 @@ ProgressFn = Callable[[str, str], None]
 
 @dataclass(frozen=True)
 class GateTask:
-    """One gate run (``baseline`` None) or paired comparison, as a job an executor can ship."""
+    """One gate run or paired comparison, as a job an executor can ship."""
 
     workload: Workload
     kernel: KernelSpec
     backend: Backend
     options: GateOptions
-    baseline: KernelSpec | None = None
+    against: KernelSpec | None = None
+    """The baseline the kernel must beat (``run_gate``'s ``against``)."""
+    compare_only: bool = False
+    """Only the paired comparison with ``against`` (``compare_kernels``), no gate."""
     progress: ProgressFn | None = None
     """Only for jobs run in this process (a remote worker's progress is not shown)."""
 
 
 def run_task(task: GateTask) -> GateReport | Comparison:
     """The job every executor runs: the same ``run_gate`` / ``compare_kernels`` as ever."""
-    if task.baseline is None:
-        return run_gate(task.workload, task.kernel, backend=task.backend, options=task.options,
-                        on_progress=task.progress)
-    return compare_kernels(task.workload, task.baseline, task.kernel, backend=task.backend,
-                           options=task.options, on_progress=task.progress)
+    if task.compare_only and task.against is not None:
+        return compare_kernels(task.workload, task.against, task.kernel, backend=task.backend,
+                               options=task.options, on_progress=task.progress)
+    return run_gate(task.workload, task.kernel, backend=task.backend, options=task.options,
+                    against=task.against, on_progress=task.progress)
 
 
 def device_of(backend: Backend) -> str:
@@ -126,8 +129,9 @@ class GateSession:
               baseline: KernelState | None = None) -> GateTask:
         executor = current()
         return GateTask(self.workload, self.spec(state), self.backend_for(state), options,
-                        self.spec(baseline) if baseline is not None else None,
-                        self.progress if executor.name == "local" else None)
+                        against=self.spec(baseline) if baseline is not None else None,
+                        compare_only=baseline is not None,
+                        progress=self.progress if executor.name == "local" else None)
 
     def _jobs(self, tasks: list[GateTask]) -> Iterator[tuple[int, Any]]:
         if not tasks:
