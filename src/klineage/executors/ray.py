@@ -29,6 +29,7 @@ _LOST = (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
 """What a dead actor, worker or node looks like to the caller: the job runs again."""
 
 
+@ray.remote
 class _TimingActor:
     """Holds one timing slot; Ray runs its calls one at a time."""
 
@@ -51,6 +52,7 @@ def _check_reachable(address: str) -> None:
                           f"one with `ray start --head` (docs/scale.md)") from exc
 
 
+@ray.remote(num_cpus=1)
 def _build(backend: Backend, kernel: KernelSpec) -> None:
     with contextlib.suppress(KlineageError):  # a failed build is cached; its gate run reports it
         backend.build(kernel)
@@ -81,8 +83,7 @@ class RayExecutor:
         self._slots: dict[str, list[_Slot]] = {}
 
     def prebuild(self, backend: Backend, kernels: Sequence[KernelSpec]) -> None:
-        build = ray.remote(num_cpus=1)(_build)
-        ray.get([build.remote(backend, kernel) for kernel in kernels])
+        ray.get([_build.remote(backend, kernel) for kernel in kernels])
 
     def slots(self, device: str) -> int:
         return len(self._timing_slots(device))
@@ -141,7 +142,7 @@ class RayExecutor:
             options["num_gpus"] = 1
         if node is not None:
             options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=False)
-        actor = ray.remote(_TimingActor).options(**options).remote()
+        actor = _TimingActor.options(**options).remote()
         return _Slot(device, ray.get(actor.node.remote()), actor)
 
     def _replace(self, dead: _Slot) -> list[_Slot]:
