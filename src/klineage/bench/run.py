@@ -168,7 +168,7 @@ def _run_grid(run: Run, folders: list[Path], library: Library | None, options: O
                 todo.append((folder, workload))
         device = device_of(options.gate.backend_for(
             load_kernel(todo[0][1], meta.start).language)) if todo else "cpu"
-        here = say if executor.name == "local" else None  # a remote job's lines are not shown
+        here = None if executor.remote(device) else say  # a remote job's lines are not shown
         experts = [_Job(run.path, meta, folder, options, say=here) for folder, _ in todo]
         references = dict(executor.map(_expert_job, experts, device))
         groups = [_Job(run.path, meta, folder, options, references[i], repeat,

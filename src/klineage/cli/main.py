@@ -87,8 +87,10 @@ def gate(
                           limits=Limits(stall_s=timeout, memory_bytes=parse_memory(memory)))
     reports: list = [None] * len(kernels)
     with console.status("", spinner="dots") as status, executing(executor) as where:
+        device = device_of(options.backend_for(kernels[0].language))
+
         def shown(name: str) -> Callable[[str, str], None] | None:
-            if as_json or where.name != "local":  # a remote job's progress is not shown
+            if as_json or where.remote(device):  # a remote job's progress is not shown
                 return None
             return lambda stage, detail: status.update(f"[bold]{loaded.name}/{name}[/] {stage}: "
                                                        f"{detail}")
@@ -96,7 +98,7 @@ def gate(
         tasks = [GateTask(loaded, spec, options.backend_for(spec.language), options,
                           against=baseline, progress=shown(spec.name)) for spec in kernels]
         status.update(f"gating {len(tasks)} kernel(s) on {where.name}")
-        for index, report in where.map(run_task, tasks, device_of(tasks[0].backend)):
+        for index, report in where.map(run_task, tasks, device):
             reports[index] = report
     if as_json:
         payload = [r.model_dump(mode="json") for r in reports]

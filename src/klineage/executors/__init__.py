@@ -21,9 +21,13 @@ __all__ = ["Executor", "LocalExecutor", "current", "executor_from", "using"]
 _current: ContextVar[Executor | None] = ContextVar("klineage_executor", default=None)
 
 
+_LOCAL = LocalExecutor()
+"""This process's local executor when no command chose one (its GPU workers start once)."""
+
+
 def current() -> Executor:
     """The executor of the command running now (local unless one was chosen)."""
-    return _current.get() or LocalExecutor()
+    return _current.get() or _LOCAL
 
 
 @contextmanager

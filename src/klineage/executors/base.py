@@ -33,6 +33,10 @@ class Executor(Protocol):
     def slots(self, device: str) -> int:
         """How many jobs on ``device`` ('cpu' or 'cuda') run at once."""
 
+    def remote(self, device: str) -> bool:
+        """Whether jobs on ``device`` run outside this process (their items are pickled, and
+        callbacks such as progress cannot go with them)."""
+
     def map(self, job: Callable[[Item], Result], items: Sequence[Item],
             device: str = "cpu") -> Iterator[tuple[int, Result]]:
         """Run ``job(item)`` for every item, each in a timing slot of ``device``; yield

@@ -88,6 +88,9 @@ class RayExecutor:
     def slots(self, device: str) -> int:
         return len(self._timing_slots(device))
 
+    def remote(self, device: str) -> bool:
+        return True
+
     def map(self, job: Callable[[Item], Result], items: Sequence[Item],
             device: str = "cpu") -> Iterator[tuple[int, Result]]:
         idle = list(self._timing_slots(device))

@@ -127,11 +127,11 @@ class GateSession:
 
     def _task(self, state: KernelState, options: GateOptions,
               baseline: KernelState | None = None) -> GateTask:
-        executor = current()
-        return GateTask(self.workload, self.spec(state), self.backend_for(state), options,
+        backend = self.backend_for(state)
+        here = not current().remote(device_of(backend))  # a remote job's progress is not shown
+        return GateTask(self.workload, self.spec(state), backend, options,
                         against=self.spec(baseline) if baseline is not None else None,
-                        compare_only=baseline is not None,
-                        progress=self.progress if executor.name == "local" else None)
+                        compare_only=baseline is not None, progress=self.progress if here else None)
 
     def _jobs(self, tasks: list[GateTask]) -> Iterator[tuple[int, Any]]:
         if not tasks:
