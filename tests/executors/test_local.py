@@ -2,7 +2,9 @@ import os
 import uuid
 
 from klineage.backends.cpu import CpuBackend
-from klineage.executors import LocalExecutor
+from klineage.executors import LocalExecutor, using
+from klineage.gate import GateSession
+from klineage.runs import Budget, Meter, RunDir
 from klineage.workload import KernelState, load_kernel
 
 
@@ -27,3 +29,41 @@ def test_with_several_gpus_each_is_a_slot_with_its_own_pinned_worker():
     assert executor.slots("cpu") == 1 and not executor.remote("cpu")
     seen = dict(executor.map(os.getenv, ["CUDA_VISIBLE_DEVICES"] * 4, "cuda"))
     assert sorted(seen) == [0, 1, 2, 3] and set(seen.values()) == {"3", "5"}
+
+
+class TwoSlots(LocalExecutor):
+    """Two timing slots, jobs still in this process; records each batch it is given."""
+
+    def __init__(self):
+        super().__init__()
+        self.batches = []
+
+    def slots(self, device):
+        return 2
+
+    def remote(self, device):
+        return False
+
+    def map(self, job, items, device="cpu"):
+        self.batches.append(len(items))
+        return super().map(job, items, device)
+
+
+def test_gate_ahead_fills_the_slots_within_the_budget_and_charges_each_once(axpy, tmp_path,
+                                                                            null_gate):
+    plain = KernelState.from_spec(load_kernel(axpy, "plain"))
+    states = [plain.with_source(plain.source + f"\n/* {i} */\n") for i in range(3)]
+    run = RunDir(tmp_path / "run")
+    meter = Meter(Budget.parse("gate_runs=4"), log=run.log)
+    session, executor = GateSession(run, axpy, null_gate, meter=meter), TwoSlots()
+    with using(executor):
+        session.gate_ahead(states)
+        assert executor.batches == [2] and meter.spent.gate_runs == 2
+        session.check(states[0]), session.check(states[1])  # cached: no job, no charge
+        assert executor.batches == [2] and meter.spent.gate_runs == 2
+    fresh = [plain.with_source(plain.source + f"\n/* more {i} */\n") for i in range(2)]
+    one_left = Meter(Budget.parse("gate_runs=1"), log=run.log)
+    with using(executor):
+        GateSession(run, axpy, null_gate, meter=one_left).gate_ahead(fresh)
+    assert executor.batches == [2] and one_left.spent.gate_runs == 0, (
+        "with one gate run left, nothing is gated ahead: the walk pays for its first proposal")
