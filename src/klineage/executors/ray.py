@@ -102,7 +102,8 @@ class RayExecutor:
                     slot, index = idle.pop(), pending.popleft()
                     running[self._dispatch(slot, job, items[index])] = (index, slot)
                 if not running:
-                    raise WorkerError(f"no {device} timing slot is left in the Ray cluster")
+                    raise WorkerError(f"the Ray cluster has no {device} timing slot left (a GPU job "
+                                      f"needs a node with a GPU; a dead node's slots are gone)")
                 [done], _ = ray.wait(list(running), num_returns=1)
                 index, slot = running.pop(done)
                 try:
