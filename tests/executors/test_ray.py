@@ -144,3 +144,28 @@ def test_an_executor_that_cannot_run_is_one_error_line(monkeypatch):
     assert "expected local, ray or ray:ADDRESS" in error("dask")
     monkeypatch.setitem(sys.modules, "klineage.executors.ray", None)  # as if ray were not installed
     assert "pip install 'klineage[ray]'" in error("ray")
+
+
+def test_optimize_through_ray_takes_the_local_steps_and_resumes_with_either(cluster, tmp_path):
+    """Its gate runs and comparisons are jobs on the timing actor; the run folder is the same,
+    so a run started on Ray is finished by the local executor."""
+    from typer.testing import CliRunner
+
+    from klineage.cli import app
+
+    def optimize(executor, *more):
+        args = ["optimize", str(FIXTURES / "dot"), "--method", "rules-table", "--backend", "null",
+                "--json", "--executor", executor, *more]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        return json.loads(result.output)
+
+    def steps(record):
+        return [(s["verdict"], s["kept"]) for s in record["steps"]]
+
+    local = optimize("local", "--budget", "gate_runs=3", "--runs", str(tmp_path / "local"))
+    remote = optimize("ray", "--budget", "gate_runs=2", "--runs", str(tmp_path / "ray"))
+    (run,) = (tmp_path / "ray").iterdir()
+    resumed = optimize("local", "--budget", "gate_runs=3", "--resume", str(run))
+    assert steps(resumed) == steps(local) and len(steps(local)) == 2
+    assert steps(remote) == steps(local)[:1]
