@@ -8,8 +8,9 @@ independent. A run whose start kernel fails the gate, or that raises a klineage 
 
 A bench stopped before its end (Ctrl-C, a kill, a machine too loaded to time on, a brain that
 cannot go on) is kept: ``resume_bench`` continues it. The rows of every (workload, repeat) whose
-methods were all run and judged are in the log and are kept; the (workload, repeat) it stopped in
-is run again from its start, because its methods are judged side by side, together.
+methods were all run and judged are in the log and are kept; a (workload, repeat) it stopped in
+is run again from its start, because its methods are judged side by side, together. That group
+is also the unit the executor spreads over its timing slots (``executors``).
 """
 
 from __future__ import annotations
