@@ -169,3 +169,20 @@ def test_optimize_through_ray_takes_the_local_steps_and_resumes_with_either(clus
     resumed = optimize("local", "--budget", "gate_runs=3", "--resume", str(run))
     assert steps(resumed) == steps(local) and len(steps(local)) == 2
     assert steps(remote) == steps(local)[:1]
+
+
+def test_mine_through_ray_walks_and_admits_as_local(cluster, tmp_path):
+    from typer.testing import CliRunner
+
+    from klineage.cli import app
+
+    def mine(executor):
+        result = CliRunner().invoke(app, [
+            "mine", str(FIXTURES / "axpy"), "--backend", "null", "--json", "--executor", executor,
+            "--library", str(tmp_path / executor / "lib"), "--runs", str(tmp_path / executor)])
+        assert result.exit_code == 0, result.output
+        summary = json.loads(result.output)
+        return [summary[k] for k in ("features_removed", "cards_lifted", "cards_admitted")] + [
+            summary["spent"]["gate_runs"]]
+
+    assert mine("ray") == mine("local")
