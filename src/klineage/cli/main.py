@@ -85,7 +85,6 @@ def gate(
     baseline = load_kernel(loaded, against) if against else None
     options = GateOptions(threads=threads, profile=not no_profile, secret_seed=seed, backend=backend,
                           limits=Limits(stall_s=timeout, memory_bytes=parse_memory(memory)))
-    reports: list = [None] * len(kernels)
     with console.status("", spinner="dots") as status, executing(executor) as where:
         device = device_of(options.backend_for(kernels[0].language))
 
@@ -98,8 +97,8 @@ def gate(
         tasks = [GateTask(loaded, spec, options.backend_for(spec.language), options,
                           against=baseline, progress=shown(spec.name)) for spec in kernels]
         status.update(f"gating {len(tasks)} kernel(s) on {where.name}")
-        for index, report in where.map(run_task, tasks, device):
-            reports[index] = report
+        finished = dict(where.map(run_task, tasks, device))
+    reports = [finished[index] for index in range(len(tasks))]
     if as_json:
         payload = [r.model_dump(mode="json") for r in reports]
         print(json.dumps(payload[0] if kernel else payload, indent=2))
