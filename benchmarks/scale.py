@@ -59,7 +59,8 @@ def row(name: str, workers: str, executor: Executor, workload: Workload,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workload", type=Path, default=REPO / "examples/workloads/cpu/rmsnorm")
+    parser.add_argument("--workload", type=Path,
+                        help="default: examples/workloads/<device>/softmax")
     parser.add_argument("--variant", default="naive")
     parser.add_argument("--candidates", type=int, default=8)
     parser.add_argument("--workers", default="1,2", help="comma-separated worker counts")
@@ -67,7 +68,8 @@ def main() -> None:
     parser.add_argument("--address", help="an existing Ray cluster's head (one row at its size)")
     parser.add_argument("--quick", action="store_true", help="the workload's quick sizes")
     args = parser.parse_args()
-    workload = load_workload(args.workload, quick=args.quick)
+    workload = load_workload(args.workload or REPO / "examples/workloads" / args.device / "softmax",
+                             quick=args.quick)
 
     table = [row("local", "1", LocalExecutor(), workload, args)]
     if args.address:
