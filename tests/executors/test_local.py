@@ -49,8 +49,7 @@ class TwoSlots(LocalExecutor):
         return super().map(job, items, device)
 
 
-def test_gate_ahead_fills_the_slots_within_the_budget_and_charges_each_once(axpy, tmp_path,
-                                                                            null_gate):
+def test_gate_ahead_fills_the_slots_and_charges_each_when_its_turn_comes(axpy, tmp_path, null_gate):
     plain = KernelState.from_spec(load_kernel(axpy, "plain"))
     states = [plain.with_source(plain.source + f"\n/* {i} */\n") for i in range(3)]
     run = RunDir(tmp_path / "run")
@@ -58,12 +57,11 @@ def test_gate_ahead_fills_the_slots_within_the_budget_and_charges_each_once(axpy
     session, executor = GateSession(run, axpy, null_gate, meter=meter), TwoSlots()
     with using(executor):
         session.gate_ahead(states)
-        assert executor.batches == [2] and meter.spent.gate_runs == 2
-        session.check(states[0]), session.check(states[1])  # cached: no job, no charge
-        assert executor.batches == [2] and meter.spent.gate_runs == 2
+        assert executor.batches == [2] and meter.spent.gate_runs == 0
+        session.check(states[0]), session.check(states[1]), session.check(states[0])
+        assert executor.batches == [2] and meter.spent.gate_runs == 2, "cached, charged once each"
     fresh = [plain.with_source(plain.source + f"\n/* more {i} */\n") for i in range(2)]
     one_left = Meter(Budget.parse("gate_runs=1"), log=run.log)
     with using(executor):
         GateSession(run, axpy, null_gate, meter=one_left).gate_ahead(fresh)
-    assert executor.batches == [2] and one_left.spent.gate_runs == 0, (
-        "with one gate run left, nothing is gated ahead: the walk pays for its first proposal")
+    assert executor.batches == [2], "with one gate run left, nothing is gated ahead"

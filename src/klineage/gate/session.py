@@ -94,11 +94,12 @@ class GateSession:
         for group in by_backend.values():
             current().prebuild(self.backend_for(group[0]), [self.spec(s) for s in group])
 
-    def gate_ahead(self, states: list[KernelState]) -> None:
+    def gate_ahead(self, states: list[KernelState], profile: bool = False) -> None:
         """Build candidates that will be gated one after another, and where the executor has
-        several timing slots, gate the first few side by side now (the budget's gate runs left
-        permitting): their ``check`` then reads the cached report. One slot: builds only, so the
-        local run spends exactly what it always did."""
+        several timing slots, gate the first few side by side now (no more than the budget's gate
+        runs left). Each is charged when its turn comes (its ``check`` reads the report), so a
+        run decides and spends exactly what it would one at a time, and a candidate never taken
+        is never charged. One slot: builds only."""
         self.prebuild(states)
         if not states:
             return
@@ -106,8 +107,8 @@ class GateSession:
         if self.meter is not None and self.meter.budget.gate_runs is not None:
             room = min(room, self.meter.budget.gate_runs - self.meter.spent.gate_runs)
         if room > 1:
-            for _ in self.check_many(states[:room]):
-                pass  # cached and charged as each finishes
+            for _ in self._gated(states[:room], profile, ahead=True):
+                pass  # cached, marked as gated ahead
 
     def check(self, state: KernelState, profile: bool = False) -> GateReport:
         """Compile + correctness (+ profile); the report is kept next to the state's source."""
@@ -117,23 +118,38 @@ class GateSession:
                    profile: bool = False) -> Iterator[tuple[KernelState, GateReport]]:
         """``check`` of several states, run side by side on the executor's timing slots; each
         ``(state, report)`` as it finishes (cached ones first)."""
+        return self._gated(states, profile, ahead=False)
+
+    def _gated(self, states: list[KernelState], profile: bool,
+               ahead: bool) -> Iterator[tuple[KernelState, GateReport]]:
         todo = []
         for state in states:
             cached = self._report_file(state, profile)
-            if cached.is_file():
-                yield state, GateReport.model_validate_json(cached.read_text())
-            else:
+            if not cached.is_file():
                 todo.append(state)
+                continue
+            marker = _ahead_marker(cached)
+            if not ahead and marker.exists():  # gated ahead: its turn has come
+                self._charge(state)
+                marker.unlink()
+            yield state, GateReport.model_validate_json(cached.read_text())
         tasks = [self._task(state, replace(self.options, profile=profile)) for state in todo]
         for index, report in self._jobs(tasks):
-            state = todo[index]
-            if self.meter is not None:
-                self.meter.charge_gate(f"{self.workload.name}/{state.fingerprint}")
+            state, cached = todo[index], self._report_file(todo[index], profile)
+            if ahead:  # the marker first: a report without one is one already charged
+                _ahead_marker(cached).touch()
+            else:
+                self._charge(state)
+                _ahead_marker(cached).unlink(missing_ok=True)  # one left by a stop mid-way
             if report.verdict is Verdict.UNMEASURABLE:  # never cached, never a result of the run
                 raise MachineLoadedError(f"{self.workload.name}/{state.fingerprint[:8]}: "
                                          f"{report.reason}")
-            self._report_file(state, profile).write_text(report.model_dump_json(indent=1))
+            cached.write_text(report.model_dump_json(indent=1))
             yield state, report
+
+    def _charge(self, state: KernelState) -> None:
+        if self.meter is not None:
+            self.meter.charge_gate(f"{self.workload.name}/{state.fingerprint}")
 
     def _report_file(self, state: KernelState, profile: bool) -> Path:
         # The same source may be gated against several workloads (admission): key by both.
@@ -170,3 +186,8 @@ class GateSession:
         """The state's built artifact (from the build cache), or None if it does not build."""
         built = self.backend_for(state).build(self.spec(state))
         return Path(built.artifact) if built.ok and built.artifact is not None else None
+
+
+def _ahead_marker(report: Path) -> Path:
+    """Beside a report gated ahead of its turn and not charged yet."""
+    return report.with_name(report.name + ".ahead")
