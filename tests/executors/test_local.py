@@ -1,6 +1,7 @@
 import os
 import uuid
 
+from conftest import FIXTURES
 from klineage.backends.cpu import CpuBackend
 from klineage.executors import LocalExecutor, using
 from klineage.gate import GateSession
@@ -65,3 +66,22 @@ def test_gate_ahead_fills_the_slots_and_charges_each_when_its_turn_comes(axpy, t
     with using(executor):
         GateSession(run, axpy, null_gate, meter=one_left).gate_ahead(fresh)
     assert executor.batches == [2], "with one gate run left, nothing is gated ahead"
+
+
+def test_optimize_with_two_slots_takes_the_steps_and_spends_the_budget_of_one(tmp_path, null_gate):
+    from klineage.optimize import OptimizeOptions, optimize
+    from klineage.workload import load_workload
+
+    dot = load_workload(FIXTURES / "dot")
+    options = OptimizeOptions(method="rules-table", budget=Budget.parse("gate_runs=4"), gate=null_gate)
+
+    def run(executor, where):
+        with using(executor):
+            record = optimize(dot, load_kernel(dot, "naive"), None, options,
+                              runs_root=tmp_path / where).record
+        return [(s["verdict"], s["kept"]) for s in record["steps"]], record["spent"]["gate_runs"]
+
+    two = TwoSlots()
+    taken = run(two, "two")
+    assert taken == run(LocalExecutor(), "one") and len(taken[0]) == 2
+    assert 2 in two.batches, "candidates were gated side by side"
