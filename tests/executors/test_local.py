@@ -85,3 +85,31 @@ def test_optimize_with_two_slots_takes_the_steps_and_spends_the_budget_of_one(tm
     taken = run(two, "two")
     assert taken == run(LocalExecutor(), "one") and len(taken[0]) == 2
     assert 2 in two.batches, "candidates were gated side by side"
+
+
+def test_admission_with_two_slots_gives_the_trials_and_spend_of_one(tmp_path, null_gate):
+    from klineage.editors import get_editor
+    from klineage.runs import Run, RunMeta
+    from klineage.skills.admission import Context, admit
+    from klineage.skills.card import Rewrite
+    from klineage.workload import load_workload
+    from skills.conftest import omp_card
+
+    card = omp_card(admitted=False, rewrite=Rewrite(pass_name="insert_omp_parallel",
+                                                    feature="omp_parallel"))
+
+    def trials(executor, where):
+        run = Run.create(tmp_path / where, RunMeta(kind="test", name="admission"))
+        contexts = []
+        for name, variant in [("axpy", "plain"), ("axpy", "slow"), ("dot", "naive"),
+                              ("scale", "naive")]:
+            workload = load_workload(FIXTURES / name)
+            contexts.append(Context(workload, KernelState.from_spec(load_kernel(workload, variant)),
+                                    f"{name}/{variant}", run.gate(workload, null_gate)))
+        with using(executor):
+            admitted = admit(card, contexts, get_editor("rules"), max_trials=4)
+        return [(t.target, t.verdict) for t in admitted.verification], run.meter.spent.gate_runs
+
+    two = TwoSlots()
+    assert trials(two, "two") == trials(LocalExecutor(), "one")
+    assert two.batches[0] == 2, "axpy's and scale's trial kernels gated side by side"

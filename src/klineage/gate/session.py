@@ -29,7 +29,7 @@ from klineage.gate.runner import GateOptions, compare_kernels, describe_comparis
 from klineage.runs import Meter, RunDir
 from klineage.workload import KernelSpec, KernelState, Workload
 
-__all__ = ["GateSession", "GateTask", "device_of", "run_task"]
+__all__ = ["GateSession", "GateTask", "device_of", "gate_ahead", "run_task"]
 
 ProgressFn = Callable[[str, str], None]
 
@@ -95,20 +95,10 @@ class GateSession:
             current().prebuild(self.backend_for(group[0]), [self.spec(s) for s in group])
 
     def gate_ahead(self, states: list[KernelState], profile: bool = False) -> None:
-        """Build candidates that will be gated one after another, and where the executor has
-        several timing slots, gate the first few side by side now (no more than the budget's gate
-        runs left). Each is charged when its turn comes (its ``check`` reads the report), so a
-        run decides and spends exactly what it would one at a time, and a candidate never taken
-        is never charged. One slot: builds only."""
+        """Build candidates that will be gated one after another, and gate the first few side by
+        side now where the executor has several timing slots (``gate_ahead``)."""
         self.prebuild(states)
-        if not states:
-            return
-        room = current().slots(device_of(self.backend_for(states[0])))
-        if self.meter is not None and self.meter.budget.gate_runs is not None:
-            room = min(room, self.meter.budget.gate_runs - self.meter.spent.gate_runs)
-        if room > 1:
-            for _ in self._gated(states[:room], profile, ahead=True):
-                pass  # cached, marked as gated ahead
+        gate_ahead([(self, state) for state in states], profile)
 
     def check(self, state: KernelState, profile: bool = False) -> GateReport:
         """Compile + correctness (+ profile); the report is kept next to the state's source."""
@@ -118,10 +108,6 @@ class GateSession:
                    profile: bool = False) -> Iterator[tuple[KernelState, GateReport]]:
         """``check`` of several states, run side by side on the executor's timing slots; each
         ``(state, report)`` as it finishes (cached ones first)."""
-        return self._gated(states, profile, ahead=False)
-
-    def _gated(self, states: list[KernelState], profile: bool,
-               ahead: bool) -> Iterator[tuple[KernelState, GateReport]]:
         todo = []
         for state in states:
             cached = self._report_file(state, profile)
@@ -129,23 +115,26 @@ class GateSession:
                 todo.append(state)
                 continue
             marker = _ahead_marker(cached)
-            if not ahead and marker.exists():  # gated ahead: its turn has come
+            if marker.exists():  # gated ahead: its turn has come
                 self._charge(state)
                 marker.unlink()
             yield state, GateReport.model_validate_json(cached.read_text())
         tasks = [self._task(state, replace(self.options, profile=profile)) for state in todo]
         for index, report in self._jobs(tasks):
-            state, cached = todo[index], self._report_file(todo[index], profile)
-            if ahead:  # the marker first: a report without one is one already charged
-                _ahead_marker(cached).touch()
-            else:
-                self._charge(state)
-                _ahead_marker(cached).unlink(missing_ok=True)  # one left by a stop mid-way
-            if report.verdict is Verdict.UNMEASURABLE:  # never cached, never a result of the run
-                raise MachineLoadedError(f"{self.workload.name}/{state.fingerprint[:8]}: "
-                                         f"{report.reason}")
-            cached.write_text(report.model_dump_json(indent=1))
-            yield state, report
+            self._keep(todo[index], profile, report, ahead=False)
+            yield todo[index], report
+
+    def _keep(self, state: KernelState, profile: bool, report: GateReport, ahead: bool) -> None:
+        """Cache a finished gate run's report, charged now or (gated ahead) when it is taken."""
+        cached = self._report_file(state, profile)
+        if ahead:  # the marker first: a report without one is one already charged
+            _ahead_marker(cached).touch()
+        else:
+            self._charge(state)
+            _ahead_marker(cached).unlink(missing_ok=True)  # one left by a stop mid-way
+        if report.verdict is Verdict.UNMEASURABLE:  # never cached, never a result of the run
+            raise MachineLoadedError(f"{self.workload.name}/{state.fingerprint[:8]}: {report.reason}")
+        cached.write_text(report.model_dump_json(indent=1))
 
     def _charge(self, state: KernelState) -> None:
         if self.meter is not None:
@@ -186,6 +175,29 @@ class GateSession:
         """The state's built artifact (from the build cache), or None if it does not build."""
         built = self.backend_for(state).build(self.spec(state))
         return Path(built.artifact) if built.ok and built.artifact is not None else None
+
+
+def gate_ahead(candidates: list[tuple[GateSession, KernelState]], profile: bool = False) -> None:
+    """Where the executor has several timing slots, gate the first few candidates (of one
+    session, or of several: admission tries one card on several workloads) side by side now, no
+    more than the budget's gate runs left. Each is charged when its turn comes (its ``check``
+    reads the report), so a run decides and spends exactly what it would one at a time, and a
+    candidate never taken is never charged. One slot: nothing is gated ahead."""
+    todo = [(session, state) for session, state in candidates
+            if not session._report_file(state, profile).is_file()]
+    if not todo:
+        return
+    first = todo[0][0]
+    room = current().slots(device_of(first.backend_for(todo[0][1])))
+    if first.meter is not None and first.meter.budget.gate_runs is not None:
+        room = min(room, first.meter.budget.gate_runs - first.meter.spent.gate_runs)
+    if room < 2:
+        return
+    todo = todo[:room]
+    tasks = [session._task(state, replace(session.options, profile=profile)) for session, state in todo]
+    for index, report in current().map(run_task, tasks, device_of(tasks[0].backend)):
+        session, state = todo[index]
+        session._keep(state, profile, report, ahead=True)
 
 
 def _ahead_marker(report: Path) -> Path:
