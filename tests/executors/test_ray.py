@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,8 @@ pytestmark = pytest.mark.timeout(240)
 
 
 class KillingExecutor(RayExecutor):
-    """Kills the actor it gives its ``kill_at``-th job, right after handing it over."""
+    """Kills the actor it gives its ``kill_at``-th job half a second after handing it over, so
+    (most likely) while the job runs."""
 
     def __init__(self, kill_at: int):
         super().__init__()
@@ -41,6 +43,7 @@ class KillingExecutor(RayExecutor):
         ref = super()._dispatch(slot, job, item)
         self.dispatched += 1
         if self.dispatched == self.kill_at:
+            time.sleep(0.5)
             ray.kill(slot.actor)
         return ref
 
