@@ -4,8 +4,10 @@ Two kinds of work. Builds run anywhere there is a core (``prebuild``), in parall
 (``map``) each take one *timing slot* — a device held exclusively for the job's whole length:
 one per GPU, one per machine for the CPU backend — so no two timed runs ever share a device (the
 gate's per-device lock stays as the backstop across processes). A job is a module-level function
-of one picklable item; it must do its own writes to the run folder only through what it returns,
-so that budget charges and events are written once, in the caller's process, per finished job.
+of one picklable item. What the run records of it — budget charges, events, cached reports — the
+caller writes from the job's result, once per finished job, so a job run twice (its worker died)
+is recorded once; files a job writes itself (a bench group's own optimize runs) need the run
+folder at the same path wherever it runs.
 """
 
 from __future__ import annotations
