@@ -33,7 +33,7 @@ EXPECTED = {
                       "FeatureInfo", "Refused", "Site", "compiled_evidence", "detect", "feature_region",
                       "insertion", "insertion_edits", "present", "removal_edits", "removal_order",
                       "unified_diff"],
-    klineage.executors: ["Executor", "LocalExecutor"],
+    klineage.executors: ["Executor", "LocalExecutor", "current", "executor_from", "using"],
     klineage.skills: ["Carrier", "Effect", "Evidence", "Finding", "Library", "Precondition", "Rewrite",
                       "Risk", "Scope", "SkillCard", "Trial", "skill_id", "to_skill_md"],
     klineage.mine: ["MineMeta", "MineOptions", "MineResult", "default_admission_workloads", "mine"],

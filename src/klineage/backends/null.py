@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
+import threading
 from pathlib import Path
 from typing import ClassVar
 
@@ -105,7 +107,8 @@ def _artifact_text(text: str, name: str) -> tuple[Path, str]:
     path = settings.cache_dir() / "build" / "null" / sha[:2] / sha / name
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
-        scratch = path.with_name(f".{name}.tmp")
+        # Builds run side by side (an executor's prebuild): each writer has its own scratch name.
+        scratch = path.with_name(f".{name}.{os.getpid()}.{threading.get_ident()}.tmp")
         scratch.write_text(text)
         scratch.replace(path)
     return path, sha

@@ -8,8 +8,9 @@ independent. A run whose start kernel fails the gate, or that raises a klineage 
 
 A bench stopped before its end (Ctrl-C, a kill, a machine too loaded to time on, a brain that
 cannot go on) is kept: ``resume_bench`` continues it. The rows of every (workload, repeat) whose
-methods were all run and judged are in the log and are kept; the (workload, repeat) it stopped in
-is run again from its start, because its methods are judged side by side, together.
+methods were all run and judged are in the log and are kept; a (workload, repeat) it stopped in
+is run again from its start, because its methods are judged side by side, together. That group
+is also the unit the executor spreads over its timing slots (``executors``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from klineage.bench._fairness import leave_one_out, suite_workloads
 from klineage.bench.kernelbench_out import kernelbench_results
 from klineage.bench.records import BenchRecord
 from klineage.errors import BrainError, ConfigError, KlineageError, MachineLoadedError, RunStopped
+from klineage.executors import current
 from klineage.gate import GateOptions
+from klineage.gate.session import device_of
 from klineage.optimize import DEFAULT_BUDGET, METHODS, OptimizeOptions, optimize
 from klineage.optimize.memory import MemoryStore
 from klineage.optimize.records import CORRECT, NO_KERNEL
@@ -142,34 +145,46 @@ def resume_bench(path: Path, library: Library | None = None, options: OptimizeOp
 
 def _run_grid(run: Run, folders: list[Path], library: Library | None, options: OptimizeOptions,
               memory: MemoryStore | None, done: list[dict[str, Any]]) -> BenchResult:
+    """Every (workload, repeat) group not done yet is a job of the command's executor: on Ray,
+    groups run side by side, one per timing slot; each finished group's rows are logged here."""
     meta, say = run.record, run.say
     assert isinstance(meta, BenchMeta)
     quick = meta.sizing == "quick"
     cards = library.cards() if library is not None else []
     findings = library.findings() if library is not None else []
-    kept = {(r["workload"], r["repeat"]): [] for r in done}
+    groups_done: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for row in done:
-        kept[row["workload"], row["repeat"]].append(row)
-    results = []
+        groups_done.setdefault((row["workload"], row["repeat"]), []).append(row)
+    # A group stopped part-way is run again from its start: its methods are judged together.
+    kept = {key for key, rows in groups_done.items() if len(rows) == len(meta.methods)}
+    results = [row for key in kept for row in groups_done[key]]
+    loaded = [load_workload(folder, quick=quick) for folder in folders]
+    executor = current()
     with run.stoppable(f"klineage bench --resume {run.path}"):
-        for folder in folders:
-            workload = load_workload(folder, quick=quick)
-            if all(len(kept.get((workload.name, r), [])) == len(meta.methods)
-                   for r in range(meta.repeats)):
+        todo = []
+        for folder, workload in zip(folders, loaded, strict=True):
+            if all((workload.name, r) in kept for r in range(meta.repeats)):
                 say(f"{workload.name}: every run done before the stop, kept")
-                results.extend(row for r in range(meta.repeats) for row in kept[workload.name, r])
-                continue
-            start_spec = load_kernel(workload, meta.start)
-            reference = _expert_times(run, workload, start_spec, meta.expert, options.gate, say)
-            inputs = leave_one_out(cards, workload, folders, memory, findings)
-            for repeat in range(meta.repeats):
-                if len(kept.get((workload.name, repeat), [])) == len(meta.methods):
-                    results.extend(kept[workload.name, repeat])
-                    continue
-                rows = _repeat(run, workload, start_spec, library, options, inputs, reference, repeat)
-                for row in rows:
-                    run.log(BenchRowDone(result=row))
-                results.extend(rows)
+            else:
+                todo.append((folder, workload))
+        device = device_of(options.gate.backend_for(
+            load_kernel(todo[0][1], meta.start).language)) if todo else "cpu"
+        here = None if executor.remote(device) else say  # a remote job's lines are not shown
+        experts = [_Job(run.path, meta, folder, options, say=here) for folder, _ in todo]
+        references = dict(executor.map(_expert_job, experts, device))
+        groups = [_Job(run.path, meta, folder, options, references[i], repeat,
+                       leave_one_out(cards, workload, folders, memory, findings), here)
+                  for i, (folder, workload) in enumerate(todo)
+                  for repeat in range(meta.repeats) if (workload.name, repeat) not in kept]
+        say(f"{len(groups)} (workload, repeat) group(s) on {executor.slots(device)} "
+            f"{device} timing slot(s) ({executor.name})")
+        for _, rows in executor.map(_group_job, groups, device):
+            for row in rows:
+                run.log(BenchRowDone(result=row))
+            say(f"{rows[0]['workload']} · repeat {rows[0]['repeat'] + 1}/{meta.repeats} done")
+            results.extend(rows)
+    order = {workload.name: i for i, workload in enumerate(loaded)}
+    results.sort(key=lambda r: (order[r["workload"]], r["repeat"], meta.methods.index(r["method"])))
     record = {"suite": meta.suite, "methods": meta.methods, "budget": options.budget.describe(),
               "repeats": meta.repeats, "machine": _machine(folders), "date": datetime.now(UTC).isoformat(
                   timespec="seconds"), "brain": meta.brain, "seed": meta.seed,
@@ -181,8 +196,38 @@ def _run_grid(run: Run, folders: list[Path], library: Library | None, options: O
     return BenchResult(run, record)
 
 
-def _repeat(run: Run, workload: Workload, start_spec: Any, library: Library | None,
-            options: OptimizeOptions, inputs: Any, reference: _Expert, repeat: int) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class _Job:
+    """A workload's expert timing, or one (workload, repeat) group, as an executor's job: plain
+    data, so a Ray worker can reopen the run folder and do it there."""
+
+    run: Path
+    meta: BenchMeta
+    folder: Path
+    options: OptimizeOptions
+    reference: _Expert = _Expert()
+    repeat: int = 0
+    inputs: Any = None
+    say: SayFn | None = None
+
+    def open(self) -> tuple[Run, Workload, Any]:
+        run = Run(self.run, self.meta, self.meta.budget, self.say)  # it logs nothing: rows go back
+        workload = load_workload(self.folder, quick=self.meta.sizing == "quick")
+        return run, workload, load_kernel(workload, self.meta.start)
+
+
+def _expert_job(job: _Job) -> _Expert:
+    run, workload, start_spec = job.open()
+    return _expert_times(run, workload, start_spec, job.meta.expert, job.options.gate, run.say)
+
+
+def _group_job(job: _Job) -> list[dict[str, Any]]:
+    run, workload, start_spec = job.open()
+    return _repeat(run, workload, start_spec, job.options, job.inputs, job.reference, job.repeat)
+
+
+def _repeat(run: Run, workload: Workload, start_spec: Any, options: OptimizeOptions, inputs: Any,
+            reference: _Expert, repeat: int) -> list[dict[str, Any]]:
     """Every method once on one workload, then their best kernels judged side by side."""
     meta = run.record
     assert isinstance(meta, BenchMeta)

@@ -14,10 +14,12 @@ from rich.text import Text
 from klineage.errors import ConfigError, KlineageError, RunStopped
 
 if TYPE_CHECKING:
+    from klineage.executors import Executor
     from klineage.workload import Workload
 
-__all__ = ["BackendOpt", "JsonOpt", "QuickOpt", "RunsOpt", "ThreadsOpt", "console", "err_console",
-           "exit_status", "new_app", "parse_memory", "user_errors", "workload_at"]
+__all__ = ["BackendOpt", "ExecutorOpt", "JsonOpt", "QuickOpt", "RunsOpt", "ThreadsOpt", "console",
+           "err_console",
+           "executing", "exit_status", "new_app", "parse_memory", "user_errors", "workload_at"]
 
 console = Console()
 err_console = Console(stderr=True)
@@ -30,6 +32,20 @@ ThreadsOpt = Annotated[int | None, typer.Option(min=1, help="CPU threads to time
 BackendOpt = Annotated[str | None, typer.Option(
     help="Build and run every kernel with this backend instead of its language's (null: no "
          "compiler, a modeled time per feature; for trying the pipeline, proves nothing).")]
+
+ExecutorOpt = Annotated[str, typer.Option(
+    "--executor", metavar="local|ray[:ADDRESS]",
+    help="Where gate work runs: local (this machine), or a Ray cluster: ray:HOST:PORT of its "
+         "head (plain ray: RAY_ADDRESS, else a new local one). See docs/scale.md.")]
+
+
+@contextmanager
+def executing(text: str) -> Iterator[Executor]:
+    """The command's work runs on the executor ``--executor`` named."""
+    from klineage.executors import executor_from, using
+
+    with using(executor_from(text)) as executor:
+        yield executor
 
 
 def new_app(name: str, help: str) -> typer.Typer:

@@ -11,7 +11,17 @@ from rich.markup import escape
 from rich.table import Table
 
 from klineage.cli._brains import BrainOpt, ConfigOpt, RecordOpt, ReplayOpt, brain_settings
-from klineage.cli._common import BackendOpt, JsonOpt, QuickOpt, RunsOpt, ThreadsOpt, console, user_errors
+from klineage.cli._common import (
+    BackendOpt,
+    ExecutorOpt,
+    JsonOpt,
+    QuickOpt,
+    RunsOpt,
+    ThreadsOpt,
+    console,
+    executing,
+    user_errors,
+)
 from klineage.cli.memory import MemoryOpt
 from klineage.errors import ConfigError
 
@@ -44,6 +54,7 @@ def bench_command(
     quick: QuickOpt = False,
     resume: Annotated[Path | None, typer.Option(
         help="Continue this stopped bench (its suite, methods, repeats, seed and library).")] = None,
+    executor: ExecutorOpt = "local",
     as_json: JsonOpt = False,
 ) -> None:
     """Compare methods on the same workloads, gate and budget; print geomeans and failures."""
@@ -56,7 +67,7 @@ def bench_command(
         if (suite is None) == (resume is None):
             raise ConfigError("bench: give a SUITE, or --resume RUN to continue a stopped bench")
         lib = Library.open(library) if library is not None else None
-        with console.status("", spinner="dots") as status:
+        with console.status("", spinner="dots") as status, executing(executor):
             gate = GateOptions(threads=threads, trials=5, compare_s=2.0, backend=backend)
             settings = brain_settings(brain, budget if budget or resume else "gate_runs=6", config,
                                       record, replay, resume)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -15,12 +16,14 @@ from klineage import __version__
 from klineage.cli._brains import BrainOpt, BudgetOpt, ConfigOpt, RecordOpt, ReplayOpt, brain_settings
 from klineage.cli._common import (
     BackendOpt,
+    ExecutorOpt,
     JsonOpt,
     QuickOpt,
     RunsOpt,
     ThreadsOpt,
     console,
     err_console,
+    executing,
     exit_status,
     new_app,
     parse_memory,
@@ -65,10 +68,13 @@ def gate(
         help="Fix the secret seed (only to reproduce a failure).")] = None,
     quick: QuickOpt = False,
     backend: BackendOpt = None,
+    executor: ExecutorOpt = "local",
     as_json: JsonOpt = False,
 ) -> None:
-    """Run the gate on one kernel (or all of a workload's variants)."""
-    from klineage.gate import GateOptions, Limits, run_gate
+    """Run the gate on one kernel (or all of a workload's variants, side by side on the
+    executor's timing slots)."""
+    from klineage.gate import GateOptions, Limits
+    from klineage.gate.session import GateTask, device_of, run_task
     from klineage.workload import load_kernel
 
     loaded = workload_at(workload, quick)
@@ -79,14 +85,20 @@ def gate(
     baseline = load_kernel(loaded, against) if against else None
     options = GateOptions(threads=threads, profile=not no_profile, secret_seed=seed, backend=backend,
                           limits=Limits(stall_s=timeout, memory_bytes=parse_memory(memory)))
-    reports = []
-    with console.status("", spinner="dots") as status:
-        for spec in kernels:
-            def show(stage: str, detail: str, name: str = spec.name) -> None:
-                status.update(f"[bold]{loaded.name}/{name}[/] {stage}: {detail}")
+    with console.status("", spinner="dots") as status, executing(executor) as where:
+        device = device_of(options.backend_for(kernels[0].language))
 
-            reports.append(run_gate(loaded, spec, options=options, against=baseline,
-                                    on_progress=None if as_json else show))
+        def shown(name: str) -> Callable[[str, str], None] | None:
+            if as_json or where.remote(device):  # a remote job's progress is not shown
+                return None
+            return lambda stage, detail: status.update(f"[bold]{loaded.name}/{name}[/] {stage}: "
+                                                       f"{detail}")
+
+        tasks = [GateTask(loaded, spec, options.backend_for(spec.language), options,
+                          against=baseline, progress=shown(spec.name)) for spec in kernels]
+        status.update(f"gating {len(tasks)} kernel(s) on {where.name}")
+        finished = dict(where.map(run_task, tasks, device))
+    reports = [finished[index] for index in range(len(tasks))]
     if as_json:
         payload = [r.model_dump(mode="json") for r in reports]
         print(json.dumps(payload[0] if kernel else payload, indent=2))
@@ -145,6 +157,7 @@ def mine(
     replay: ReplayOpt = None,
     quick: QuickOpt = False,
     backend: BackendOpt = None,
+    executor: ExecutorOpt = "local",
     as_json: JsonOpt = False,
 ) -> None:
     """Backward walk → lineage → re-derivation → skill cards → admission → library."""
@@ -162,7 +175,7 @@ def mine(
             **settings_, limits=WalkLimits(max_steps=max_steps, max_rejections=max_rejections),
             gate=GateOptions(threads=threads, trials=5, compare_s=2.0, backend=backend),
             admit_on=tuple(Path(p) for p in admit_on.split(",") if p) if admit_on is not None else None)
-        with console.status("", spinner="dots") as status:
+        with console.status("", spinner="dots") as status, executing(executor):
             kernel = load_kernel(loaded, expert) if resume is None else None  # the run has its own
             result = run_mine(loaded, kernel, runs, library, options, resume,
                               say=None if as_json else (lambda line: status.update(escape(line))))

@@ -13,11 +13,13 @@ from rich.table import Table
 from klineage.cli._brains import BrainOpt, BudgetOpt, ConfigOpt, RecordOpt, ReplayOpt, brain_settings
 from klineage.cli._common import (
     BackendOpt,
+    ExecutorOpt,
     JsonOpt,
     QuickOpt,
     RunsOpt,
     ThreadsOpt,
     console,
+    executing,
     user_errors,
     workload_at,
 )
@@ -50,6 +52,7 @@ def optimize_command(
     threads: ThreadsOpt = None,
     backend: BackendOpt = None,
     quick: QuickOpt = False,
+    executor: ExecutorOpt = "local",
     as_json: JsonOpt = False,
 ) -> None:
     """Apply skills (or a baseline) under the gate within a budget; print the best kernel."""
@@ -68,7 +71,7 @@ def optimize_command(
         options = OptimizeOptions(**brain_settings(brain, budget, config, record, replay, resume),
                                   method=method, seed=seed, sol_target=sol_target, memory=memory,
                                   gate=GateOptions(threads=threads, trials=5, compare_s=2.0, backend=backend))
-        with console.status("", spinner="dots") as status:
+        with console.status("", spinner="dots") as status, executing(executor):
             kernel = load_kernel(loaded, start) if resume is None else None  # the run has its own
             result = optimize(loaded, kernel, lib, options, runs_root=runs,
                               say=None if as_json else (lambda line: status.update(escape(line))),

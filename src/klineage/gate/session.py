@@ -6,27 +6,62 @@ state's source, keyed by the workload's fingerprint and the gate's sizing, so a 
 never gates the same thing twice and never reuses a report made for another size or workload.
 A time or comparison the gate found unmeasurable (a loaded machine) is not a result: it is not
 cached and stops the run (``MachineLoadedError``), which can be resumed on a quiet machine.
+
+Gate runs and comparisons are jobs of the command's executor (``executors.current()``): on Ray
+they run in a timing actor, here they run in this process. Either way the report comes back here,
+where it is cached and charged, once per finished job.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
-from dataclasses import asdict, replace
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from klineage.backends import Backend
 from klineage.errors import MachineLoadedError
-from klineage.executors import Executor, LocalExecutor
+from klineage.executors import current
 from klineage.gate.report import Comparison, GateReport, Verdict
 from klineage.gate.runner import GateOptions, compare_kernels, describe_comparison, run_gate
 from klineage.runs import Meter, RunDir
 from klineage.workload import KernelSpec, KernelState, Workload
 
-__all__ = ["GateSession"]
+__all__ = ["GateSession", "GateTask", "device_of", "gate_ahead", "run_task"]
 
 ProgressFn = Callable[[str, str], None]
+
+
+@dataclass(frozen=True)
+class GateTask:
+    """One gate run or paired comparison, as a job an executor can ship."""
+
+    workload: Workload
+    kernel: KernelSpec
+    backend: Backend
+    options: GateOptions
+    against: KernelSpec | None = None
+    """The baseline the kernel must beat (``run_gate``'s ``against``)."""
+    compare_only: bool = False
+    """Only the paired comparison with ``against`` (``compare_kernels``), no gate."""
+    progress: ProgressFn | None = None
+    """Only for jobs run in this process (a remote worker's progress is not shown)."""
+
+
+def run_task(task: GateTask) -> GateReport | Comparison:
+    """The job every executor runs: the same ``run_gate`` / ``compare_kernels`` as ever."""
+    if task.compare_only and task.against is not None:
+        return compare_kernels(task.workload, task.against, task.kernel, backend=task.backend,
+                               options=task.options, on_progress=task.progress)
+    return run_gate(task.workload, task.kernel, backend=task.backend, options=task.options,
+                    against=task.against, on_progress=task.progress)
+
+
+def device_of(backend: Backend) -> str:
+    """The kind of timing slot a backend's runs need."""
+    return "cpu" if backend.device_key().startswith(("cpu", "null")) else "cuda"
 
 
 class GateSession:
@@ -39,7 +74,6 @@ class GateSession:
         self.backend = backend
         self.meter = meter
         """Charged one gate run per gate actually run (cached reports and comparisons are free)."""
-        self.executor: Executor = LocalExecutor()
         self.progress = progress or (lambda stage, detail: None)
         sizing = {k: v for k, v in asdict(replace(options, profile=False)).items()
                   if k != "secret_seed"}
@@ -58,23 +92,71 @@ class GateSession:
         for state in states:
             by_backend.setdefault(state.language, []).append(state)
         for group in by_backend.values():
-            self.executor.prebuild(self.backend_for(group[0]), [self.spec(s) for s in group])
+            current().prebuild(self.backend_for(group[0]), [self.spec(s) for s in group])
+
+    def gate_ahead(self, states: list[KernelState], profile: bool = False) -> None:
+        """Build candidates that will be gated one after another, and gate the first few side by
+        side now where the executor has several timing slots (``gate_ahead``)."""
+        self.prebuild(states)
+        gate_ahead([(self, state) for state in states], profile)
 
     def check(self, state: KernelState, profile: bool = False) -> GateReport:
         """Compile + correctness (+ profile); the report is kept next to the state's source."""
-        # The same source may be gated against several workloads (admission): key by both.
-        name = f"gate-{self.workload.name}-{self.key}{'-profile' if profile else ''}.json"
-        cached = self.run.state_dir(state.fingerprint) / name
-        if cached.is_file():
-            return GateReport.model_validate_json(cached.read_text())
-        if self.meter is not None:
-            self.meter.charge_gate(f"{self.workload.name}/{state.fingerprint}")
-        report = run_gate(self.workload, self.spec(state), backend=self.backend_for(state),
-                          options=replace(self.options, profile=profile), on_progress=self.progress)
+        return next(self.check_many([state], profile))[1]
+
+    def check_many(self, states: list[KernelState],
+                   profile: bool = False) -> Iterator[tuple[KernelState, GateReport]]:
+        """``check`` of several states, run side by side on the executor's timing slots; each
+        ``(state, report)`` as it finishes (cached ones first)."""
+        todo = []
+        for state in states:
+            cached = self._report_file(state, profile)
+            if not cached.is_file():
+                todo.append(state)
+                continue
+            marker = _ahead_marker(cached)
+            if marker.exists():  # gated ahead: its turn has come
+                self._charge(state)
+                marker.unlink()
+            yield state, GateReport.model_validate_json(cached.read_text())
+        tasks = [self._task(state, replace(self.options, profile=profile)) for state in todo]
+        for index, report in self._jobs(tasks):
+            self._keep(todo[index], profile, report, ahead=False)
+            yield todo[index], report
+
+    def _keep(self, state: KernelState, profile: bool, report: GateReport, ahead: bool) -> None:
+        """Cache a finished gate run's report, charged now or (gated ahead) when it is taken."""
+        cached = self._report_file(state, profile)
+        if ahead:  # the marker first: a report without one is one already charged
+            _ahead_marker(cached).touch()
+        else:
+            self._charge(state)
+            _ahead_marker(cached).unlink(missing_ok=True)  # one left by a stop mid-way
         if report.verdict is Verdict.UNMEASURABLE:  # never cached, never a result of the run
             raise MachineLoadedError(f"{self.workload.name}/{state.fingerprint[:8]}: {report.reason}")
         cached.write_text(report.model_dump_json(indent=1))
-        return report
+
+    def _charge(self, state: KernelState) -> None:
+        if self.meter is not None:
+            self.meter.charge_gate(f"{self.workload.name}/{state.fingerprint}")
+
+    def _report_file(self, state: KernelState, profile: bool) -> Path:
+        # The same source may be gated against several workloads (admission): key by both.
+        name = f"gate-{self.workload.name}-{self.key}{'-profile' if profile else ''}.json"
+        return self.run.state_dir(state.fingerprint) / name
+
+    def _task(self, state: KernelState, options: GateOptions,
+              baseline: KernelState | None = None) -> GateTask:
+        backend = self.backend_for(state)
+        here = not current().remote(device_of(backend))  # a remote job's progress is not shown
+        return GateTask(self.workload, self.spec(state), backend, options,
+                        against=self.spec(baseline) if baseline is not None else None,
+                        compare_only=baseline is not None, progress=self.progress if here else None)
+
+    def _jobs(self, tasks: list[GateTask]) -> Iterator[tuple[int, Any]]:
+        if not tasks:
+            return iter(())
+        return current().map(run_task, tasks, device_of(tasks[0].backend))
 
     def compare(self, baseline: KernelState, candidate: KernelState) -> Comparison:
         """Paired timing; ratio = time(candidate) / time(baseline)."""
@@ -82,9 +164,7 @@ class GateSession:
         cached = self.run.state_dir(candidate.fingerprint) / key
         if cached.is_file():
             return Comparison.model_validate_json(cached.read_text())
-        result = compare_kernels(self.workload, self.spec(baseline), self.spec(candidate),
-                                 backend=self.backend_for(candidate), options=self.options,
-                                 on_progress=self.progress)
+        [(_, result)] = self._jobs([self._task(candidate, self.options, baseline)])
         if result.decision == "unmeasurable":
             raise MachineLoadedError(f"{self.workload.name}: {baseline.fingerprint[:8]} vs "
                                      f"{candidate.fingerprint[:8]}: {describe_comparison(result)}")
@@ -95,3 +175,31 @@ class GateSession:
         """The state's built artifact (from the build cache), or None if it does not build."""
         built = self.backend_for(state).build(self.spec(state))
         return Path(built.artifact) if built.ok and built.artifact is not None else None
+
+
+def gate_ahead(candidates: list[tuple[GateSession, KernelState]], profile: bool = False) -> None:
+    """Where the executor has several timing slots, gate the first few candidates (of one
+    session, or of several: admission tries one card on several workloads) side by side now, no
+    more than the budget's gate runs left. Each is charged when its turn comes (its ``check``
+    reads the report), so a run decides and spends exactly what it would one at a time, and a
+    candidate never taken is never charged. One slot: nothing is gated ahead."""
+    todo = [(session, state) for session, state in candidates
+            if not session._report_file(state, profile).is_file()]
+    if not todo:
+        return
+    first = todo[0][0]
+    room = current().slots(device_of(first.backend_for(todo[0][1])))
+    if first.meter is not None and first.meter.budget.gate_runs is not None:
+        room = min(room, first.meter.budget.gate_runs - first.meter.spent.gate_runs)
+    if room < 2:
+        return
+    todo = todo[:room]
+    tasks = [session._task(state, replace(session.options, profile=profile)) for session, state in todo]
+    for index, report in current().map(run_task, tasks, device_of(tasks[0].backend)):
+        session, state = todo[index]
+        session._keep(state, profile, report, ahead=True)
+
+
+def _ahead_marker(report: Path) -> Path:
+    """Beside a report gated ahead of its turn and not charged yet."""
+    return report.with_name(report.name + ".ahead")

@@ -155,7 +155,7 @@ def backward_walk(workload: Workload, expert: KernelState, brain: Editor, gate: 
         for failure in answer.failures:  # an unusable answer is a refused proposal, never a crash
             walk.reject(lineage, Rejection(step=step, state=current.fingerprint, feature=None,
                                            verdict="unusable_answer", reason=failure))
-        gate.prebuild([p.state for p in proposals])
+        gate.gate_ahead([p.state for p in proposals])
         for proposal in proposals:
             if proposal is not proposals[0] and gate.meter is not None and gate.meter.exhausted():
                 break  # the first is paid for; the rest wait for a resumed run

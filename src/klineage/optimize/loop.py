@@ -23,7 +23,9 @@ from typing import Any, Literal
 from klineage.config import Config
 from klineage.editors import Editor, MeteredEditor, get_editor
 from klineage.errors import ConfigError
+from klineage.executors import current
 from klineage.gate import GateOptions, GateReport
+from klineage.gate.session import device_of
 from klineage.lineage._feedback import report_feedback
 from klineage.optimize._context import expert_sources
 from klineage.optimize._feedback import Attempt, History
@@ -278,6 +280,8 @@ class _Loop:
             if self.failed is not None:
                 candidate = self.method.retry(self.best, best_report, self.failed, feedback, self.tried)
             candidate = candidate or self.method.next(self.best, best_report, feedback, self.tried)
+            if candidate is not None:
+                self._gate_ahead(candidate, best_report, feedback)
             if candidate is None:
                 why = self.method.why_none(self.best)
                 stop = "no candidate left to the best kernel" + (
@@ -287,6 +291,24 @@ class _Loop:
             if report is not None:
                 best_report = report
         return self._finish(stop, best_report, choices)
+
+    def _gate_ahead(self, first: Candidate, best_report: GateReport, feedback: str) -> None:
+        """Where the executor has several timing slots and the brain does not learn (its next
+        candidates follow from the best kernel and what was tried, and cost nothing), the
+        candidates after this one are asked for now and gated side by side; the loop still takes
+        them one at a time, charging each when its turn comes (``GateSession.gate_ahead``)."""
+        if self.method.learning:
+            return
+        tried, ahead = {*self.tried, first.key}, [first]
+        while len(ahead) < current().slots(device_of(self.gate.backend_for(self.best))):
+            following = self.method.next(self.best, best_report, feedback, tried)
+            if following is None:
+                break
+            tried.add(following.key)
+            ahead.append(following)
+        states = {c.proposal.state.fingerprint: c.proposal.state for c in ahead
+                  if c.proposal is not None and c.proposal.state.fingerprint not in self.tried_states}
+        self.gate.gate_ahead(list(states.values()), profile=True)
 
     def _stop_reason(self, best_report: GateReport) -> str | None:
         exhausted = self.meter.exhausted()

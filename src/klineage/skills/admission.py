@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from klineage.editors import EditContext, Editor
-from klineage.gate.session import GateSession
+from klineage.executors import current
+from klineage.gate.session import GateSession, device_of, gate_ahead
 from klineage.lineage._feedback import report_feedback
 from klineage.skills.card import SkillCard, Trial
 from klineage.skills.lift import divisibility_precondition
@@ -64,6 +65,7 @@ def admit(card: SkillCard, contexts: list[Context], brain: Editor, max_trials: i
     effect (or trials run out); one reproduction admits it."""
     say = say or (lambda _: None)
     sources = {e.workload for e in card.effect}
+    _gate_trials_ahead(card, contexts, brain, max_trials)
     tried = 0
     for context in contexts:
         reproduced = {t.target.split("/")[0] for t in card.verification if t.held_out and t.passed}
@@ -78,6 +80,28 @@ def admit(card: SkillCard, contexts: list[Context], brain: Editor, max_trials: i
         say(f"admitting {card.name} on {context.label}")
         card = _trial(card, context, brain, held_out)
     return card
+
+
+def _gate_trials_ahead(card: SkillCard, contexts: list[Context], brain: Editor,
+                       max_trials: int) -> None:
+    """With the rules brain (same card, same kernel: same proposal, at no cost), the trials'
+    kernels are made now and gated side by side where the executor has several timing slots;
+    each trial still takes its report in turn (``gate_ahead``: charged then, or never)."""
+    if not getattr(brain, "exhaustive", False) or not contexts:
+        return
+    first = contexts[0]
+    if current().slots(device_of(first.gate.backend_for(first.state))) < 2:
+        return  # one slot: nothing to gate ahead, so no kernel made early
+    ahead, workloads = [], set()
+    for context in contexts:  # one kernel a workload: a second is tried only if the first fails
+        if len(workloads) == max_trials:
+            break
+        if context.workload.name in workloads or applicable(card, context.state) is not None:
+            continue
+        workloads.add(context.workload.name)
+        answer = brain.materialize(context.state, card, EditContext(workload=context.workload))
+        ahead += [(context.gate, answer.proposals[0].state)] if answer.proposals else []
+    gate_ahead(ahead)
 
 
 def _trial(card: SkillCard, context: Context, brain: Editor, held_out: bool) -> SkillCard:
