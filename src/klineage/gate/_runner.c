@@ -467,7 +467,9 @@ static void drop_privileges(void) {
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", strerror(errno));
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     /* After the uid change, which clears it: if the trusted side dies without stopping us (a
-       killed Ray worker, a lost node), we die too instead of lingering stopped, holding memory. */
+       killed Ray worker, a lost node), we die too instead of lingering stopped, holding memory.
+       It fires when the spawning *thread* exits: a runner lives within the job, on the thread
+       that started it (sandbox.Candidate), never handed to another. */
     prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     struct rlimit none = {0, 0};
     setrlimit(RLIMIT_CORE, &none);
