@@ -33,9 +33,16 @@ def _order(name, inputs, seed=0, calls=None):
                          axpy, inputs, seed)
     tried, order = set(), []
     while (candidate := method.next(state, None, "", tried)) is not None:
-        tried.add(candidate.key)
+        _gated(tried, candidate)
         order.append(candidate.feature)
     return order, method
+
+
+def _gated(tried, candidate):
+    """What the loop records of a candidate it gated: its key and its kernel's."""
+    tried.add(candidate.key)
+    if candidate.proposal is not None:
+        tried.add(f"state:{candidate.proposal.state.fingerprint}")
 
 
 ALL = {"omp_parallel", "omp_simd", "restrict", "unroll"}
@@ -154,7 +161,7 @@ def _candidates(name, inputs, seed=0):
     method = make_method(name, get_editor("rules"), axpy, inputs, seed)
     tried, found = set(), []
     while (candidate := method.next(state, None, "", tried)) is not None:
-        tried.add(candidate.key)
+        _gated(tried, candidate)
         found.append(candidate)
     return found
 
@@ -176,9 +183,10 @@ def test_klineage_retunes_a_kept_card_on_the_best_kernel_without_its_feature():
                          MethodInputs(cards=[card("unroll", params={"factor": 4})]), 0)
     first = method.next(plain, None, "", set())
     best = first.proposal.state  # as if the loop kept it
-    tried = {first.key}
+    tried = set()
+    _gated(tried, first)
     while not (tuned := method.next(best, None, "", tried)).key.startswith("tune:"):
-        tried.add(tuned.key)  # the passes no card made come first, on the same best kernel
+        _gated(tried, tuned)  # the passes no card made come first, on the same best kernel
     assert "#pragma GCC unroll 2" in tuned.proposal.state.source
     assert "#pragma GCC unroll 4" not in tuned.proposal.state.source, "one unroll, retuned"
 
@@ -213,3 +221,27 @@ def test_a_finding_against_a_pass_counts_only_on_a_kernel_like_its_own():
     table, _ = _order("rules-table", MethodInputs(), seed=0)
     assert order[:len(table)] == table, "on the plain kernel: as if never measured"
     assert order.index("restrict") < order.index("unroll")
+
+
+def test_a_pass_measured_faster_elsewhere_is_tried_again_on_a_new_best_kernel():
+    """On sgemm `omp simd` was slower before packing and 4.5x faster after it (CPU suite bench,
+    2026-12-02): a pass tried once in a run comes again, once, on each new best kernel, before
+    the passes with no evidence, when the mines measured it faster elsewhere."""
+    axpy = load_workload(FIXTURES / "axpy")
+    plain = KernelState.from_spec(load_kernel(axpy, "plain"))
+    findings = [_found("omp_simd", "faster", 1.3)]
+    method = make_method("klineage", get_editor("rules"), axpy, MethodInputs(findings=findings), 0)
+    tried = set()
+    first = method.next(plain, None, "", tried)
+    assert first.key == "feature:omp_simd"
+    _gated(tried, first)  # slower: not kept
+    while (other := method.next(plain, None, "", tried)).feature != "restrict":
+        assert other.feature != "omp_simd", "not again on the kernel it was measured on"
+        _gated(tried, other)  # slower: not kept (threads would leave omp simd no loop of its own)
+    _gated(tried, other)  # restrict kept: a new best kernel
+    again = method.next(other.proposal.state, None, "", tried)
+    assert again.key == f"again:omp_simd@{other.proposal.state.fingerprint}", again.key
+    assert "omp simd" in again.proposal.state.source and again.skill is None
+    _gated(tried, again)
+    after = method.next(other.proposal.state, None, "", tried)
+    assert after is None or after.feature != "omp_simd", "once per best kernel"

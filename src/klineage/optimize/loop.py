@@ -241,8 +241,10 @@ class _Loop:
                 self.curve.append(self._point(event.spent, self.chain))
             self._remember(event.key, event.feature, event.skill, event.verdict,
                            event.feedback or event.reason, event.ratio, event.kept, event.diff)
-        self.tried = {e.key for e in gated}
         self.tried_states = {s["candidate"] for s in self.steps if s["candidate"]}
+        self.tried = {e.key for e in gated} | {f"state:{s}" for s in self.tried_states}
+        """Keys of what was tried, and ``state:<fingerprint>`` of every kernel gated: a method
+        that proposes a pass again can leave out a kernel the run already has a verdict for."""
 
     def _remember(self, key: str, feature: str | None, skill: str | None, verdict: str,
                   reason: str, ratio: float | None, kept: bool, diff: str) -> None:
@@ -337,6 +339,7 @@ class _Loop:
             self._log(candidate, state, "duplicate", "the same kernel was already gated", None, False)
             return None
         self.tried_states.add(state.fingerprint)
+        self.tried.add(f"state:{state.fingerprint}")
         self.say(f"gating {describe(candidate.key, candidate.feature)}")
         report = self.gate.check(state, profile=True)
         if not report.accepted:
