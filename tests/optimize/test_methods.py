@@ -38,11 +38,14 @@ def _order(name, inputs, seed=0, calls=None):
     return order, method
 
 
-def _gated(tried, candidate):
-    """What the loop records of a candidate it gated: its key and its kernel's."""
+def _gated(tried, candidate, best=None):
+    """What the loop records of a candidate it gated on the best kernel ``best``: its key, its
+    kernel's and the feature it tried there."""
     tried.add(candidate.key)
     if candidate.proposal is not None:
         tried.add(f"state:{candidate.proposal.state.fingerprint}")
+    if best is not None and candidate.feature:
+        tried.add(f"on:{candidate.feature}@{best.fingerprint}")
 
 
 ALL = {"omp_parallel", "omp_simd", "restrict", "unroll"}
@@ -234,14 +237,34 @@ def test_a_pass_measured_faster_elsewhere_is_tried_again_on_a_new_best_kernel():
     tried = set()
     first = method.next(plain, None, "", tried)
     assert first.key == "feature:omp_simd"
-    _gated(tried, first)  # slower: not kept
+    _gated(tried, first, plain)  # slower: not kept
     while (other := method.next(plain, None, "", tried)).feature != "restrict":
         assert other.feature != "omp_simd", "not again on the kernel it was measured on"
-        _gated(tried, other)  # slower: not kept (threads would leave omp simd no loop of its own)
-    _gated(tried, other)  # restrict kept: a new best kernel
-    again = method.next(other.proposal.state, None, "", tried)
-    assert again.key == f"again:omp_simd@{other.proposal.state.fingerprint}", again.key
+        _gated(tried, other, plain)  # slower: not kept (threads would leave omp simd no loop)
+    _gated(tried, other, plain)  # restrict kept: a new best kernel
+    best = other.proposal.state
+    again = method.next(best, None, "", tried)
+    assert again.key == f"again:omp_simd@{best.fingerprint}", again.key
     assert "omp simd" in again.proposal.state.source and again.skill is None
-    _gated(tried, again)
-    after = method.next(other.proposal.state, None, "", tried)
+    _gated(tried, again, best)
+    after = method.next(best, None, "", tried)
     assert after is None or after.feature != "omp_simd", "once per best kernel"
+
+
+def test_a_card_tried_on_this_best_kernel_is_not_tried_again_as_its_pass():
+    """On sgemm the omp simd card was slower on the threaded kernel; the plain pass on that same
+    kernel (another kernel: the card carries its expert's values) was a gate run wasted."""
+    axpy = load_workload(FIXTURES / "axpy")
+    plain = KernelState.from_spec(load_kernel(axpy, "plain"))
+    method = make_method("klineage", get_editor("rules"), axpy,
+                         MethodInputs(cards=[card("unroll", params={"factor": 4})],
+                                      findings=[_found("unroll", "faster", 1.3)]), 0)
+    tried = set()
+    first = method.next(plain, None, "", tried)
+    assert first.key.startswith("skill:") and first.feature == "unroll"
+    _gated(tried, first, plain)  # slower: not kept
+    rest = []
+    while (candidate := method.next(plain, None, "", tried)) is not None:
+        _gated(tried, candidate, plain)
+        rest.append(candidate.key)
+    assert not any(key.startswith("again:") for key in rest), rest

@@ -232,8 +232,11 @@ class _Loop:
         self.failed: Candidate | None = None
         """The last candidate, when it failed: ``Method.retry`` may have another go at it."""
         gated = self.run.events(CandidateGated)
+        tried_on = set()
         for event in gated:
             self.steps.append(event.model_dump(exclude={"t", "event", "key", "best_speedup", "feedback"}))
+            if event.feature:
+                tried_on.add(f"on:{event.feature}@{self.best.fingerprint}")
             if event.kept and event.candidate:
                 self.best = KernelState.load(self.run.state_dir(event.candidate), self.workload)
                 self.chain = event.best_speedup
@@ -242,9 +245,10 @@ class _Loop:
             self._remember(event.key, event.feature, event.skill, event.verdict,
                            event.feedback or event.reason, event.ratio, event.kept, event.diff)
         self.tried_states = {s["candidate"] for s in self.steps if s["candidate"]}
-        self.tried = {e.key for e in gated} | {f"state:{s}" for s in self.tried_states}
-        """Keys of what was tried, and ``state:<fingerprint>`` of every kernel gated: a method
-        that proposes a pass again can leave out a kernel the run already has a verdict for."""
+        self.tried = {e.key for e in gated} | {f"state:{s}" for s in self.tried_states} | tried_on
+        """Keys of what was tried; ``state:<fingerprint>`` of every kernel gated, and
+        ``on:<feature>@<best kernel's fingerprint>`` of every feature tried on a best kernel (a
+        card or a pass): a method that proposes a pass again leaves out those."""
 
     def _remember(self, key: str, feature: str | None, skill: str | None, verdict: str,
                   reason: str, ratio: float | None, kept: bool, diff: str) -> None:
@@ -330,6 +334,8 @@ class _Loop:
     def _try(self, candidate: Candidate, best_report: GateReport) -> GateReport | None:
         """Gate one candidate; returns the new best's report if it was kept."""
         self.tried.add(candidate.key)
+        if candidate.feature:
+            self.tried.add(f"on:{candidate.feature}@{self.best.fingerprint}")
         proposal = candidate.proposal
         if proposal is None:
             self._log(candidate, None, "no_proposal", candidate.note, None, False)

@@ -135,7 +135,8 @@ class Method:
         """The rules brain's insertion passes on this state, one ``improve`` call per state, in
         ``order``; features in ``skip`` (tried here already another way), and those not in
         ``only`` where it is given, are left out. ``again``: a pass tried before in the run is
-        tried once more on this state, unless its kernel here was gated already."""
+        tried once more on this state, unless it (or a card of it) was tried on this state or
+        its kernel here was gated already."""
         if state.fingerprint not in self._answers:
             answer = self.brain.improve(state, self._context(state, profile, feedback))
             self._answers[state.fingerprint] = self.order(answer.proposals, state, profile)
@@ -144,7 +145,8 @@ class Method:
             name = proposal.feature or proposal.state.fingerprint
             key = f"again:{name}@{state.fingerprint}" if again else f"feature:{name}"
             wanted = only is None or proposal.feature in only
-            gated = again and f"state:{proposal.state.fingerprint}" in tried
+            gated = again and (f"state:{proposal.state.fingerprint}" in tried
+                               or f"on:{proposal.feature}@{state.fingerprint}" in tried)
             if key not in tried and proposal.feature not in skip and wanted and not gated:
                 return Candidate(key, proposal.feature, None, proposal)
         return None
