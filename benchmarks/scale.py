@@ -82,8 +82,9 @@ def main() -> None:
                  include_dashboard=False, log_to_driver=False)
         table.append(row("ray", str(workers), RayExecutor(), workload, args))
         ray.shutdown()
-    text = header("Scale: distinct candidates gated per minute", f"{args.device}, "
-                  f"{os.cpu_count()} cores")
+    language = load_kernel(workload, args.variant).language
+    text = header("Scale: distinct candidates gated per minute",
+                  f"{GateOptions().backend_for(language).platform()}, {os.cpu_count()} cores")
     text += (f"- workload: {workload.name} ({'quick' if args.quick else 'full'} sizes), fresh "
              f"copies of its {args.variant} kernel, each built and gated with its profile\n\n")
     text += markdown_table(["executor", "workers", "timing slots", "candidates", "seconds",
