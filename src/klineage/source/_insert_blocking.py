@@ -149,10 +149,13 @@ def _why_not_unit(loop) -> str | None:
 
 
 def _pragma_in_the_way(parsed: Parsed, outer, inner) -> str | None:
-    between = [c for c in outer.child_by_field_name("body").named_children if c.type == "preproc_call"]
-    if between:
-        return (f"'{parsed.text_of(between[0]).strip()}' sits on the inner loop: tiling would move "
-                "it off the loop it was written for")
+    body = outer.child_by_field_name("body")
+    between = [c for c in body.named_children if c.type == "preproc_call"]
+    for pragma in between:
+        if pragma not in pragmas(body) or not _about_its_own_iterations(pragma_text(pragma)):
+            return (f"'{parsed.text_of(pragma).strip()}' sits on the inner loop: only a pragma about "
+                    "that loop's own iterations (omp simd without collapse, ordered or data clauses, "
+                    "GCC ivdep, GCC unroll) stays on it in each tile")
     for pragma in (p for p in pragmas(parsed.root) if _has_pragma_above(parsed, outer, [p])):
         text = pragma_text(pragma)
         if omp_directive_words(text) != ["omp", "parallel", "for"] or re.search(r"\b(collapse|ordered)\b",
@@ -160,6 +163,15 @@ def _pragma_in_the_way(parsed: Parsed, outer, inner) -> str | None:
             return (f"'#pragma {text}' sits on the outer loop: only a plain 'omp parallel for' "
                     "moves to the outer block loop")
     return None
+
+
+def _about_its_own_iterations(text: str) -> bool:
+    """A pragma that asserts something of each pair of the loop's iterations, or asks for an
+    unrolling: what holds for all of them holds for a tile's, so it stays on the point loop."""
+    words = text.split()
+    if omp_directive_words(text) == ["omp", "simd"]:
+        return not re.search(r"\b(collapse|ordered|linear|lastprivate|reduction|private|scan)\b", text)
+    return words[:2] == ["GCC", "ivdep"] or words[:2] == ["GCC", "unroll"]
 
 
 def _why_not_invariant(inner, loops: list, counters: tuple[str, str]) -> str | None:
