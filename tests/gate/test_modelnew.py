@@ -1,12 +1,20 @@
 """ModelNew kernels (KernelBench's kernel.py with a load_inline C++ extension) through the whole
 gate on the CPU: an honest one is accepted; each hostile one gets the verdict of the check that
-stops it. The extension is compiled once (the hostile kernels share the honest one's sources)."""
+stops it. The extension is compiled once (the hostile kernels share the honest one's sources).
+For CUDA ModelNews, what needs no GPU: their parse, the units and flags load_inline would
+compile, the static checks and the compile errors (the gate itself: tests/gpu)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
 from conftest import FIXTURES
+from klineage.backends import backend_for, modelnew_cuda
+from klineage.backends._modelnew_parse import extension_of
+from klineage.backends.modelnew import _main_cpp
+from klineage.backends.modelnew_cuda import ModelNewCudaBackend, cuda_unit, nvcc_flags
 from klineage.gate import GateOptions, Limits, run_gate
 from klineage.gate.static import forbidden_in_source
 from klineage.workload import load_kernel, load_workload
@@ -15,6 +23,7 @@ from klineage.workload.kernelbench import import_kernelbench
 pytest.importorskip("torch")
 
 KERNELS = FIXTURES / "modelnew"
+CUDA_KERNELS = FIXTURES / "modelnew_cuda"
 LIMITS = Limits(stall_s=60, memory_bytes=4 << 30)
 
 
@@ -97,5 +106,62 @@ def test_a_forward_that_switches_to_torch_after_its_first_call_is_traced(relu, t
 
 def test_kernel_toml_chooses_python_among_the_languages_of_kernel_py(relu, tmp_path):
     assert load_kernel(relu, KERNELS / "honest_relu").language == "python"
+    cuda = load_kernel(relu, CUDA_KERNELS / "honest_relu")
+    assert cuda.language == "python_cuda" and backend_for(cuda.language).name == "modelnew_cuda"
     (tmp_path / "kernel.py").write_text((KERNELS / "honest_relu" / "kernel.py").read_text())
     assert load_kernel(relu, tmp_path).language == "triton"  # kernel.py's default
+
+
+def test_cuda_sources_and_their_flags_are_read_from_the_tree():
+    extension = extension_of(CUDA_KERNELS / "honest_relu" / "kernel.py")
+    assert extension.name == "kl_test_relu_cuda" and extension.functions == ("relu",)
+    assert extension.cpp_sources == ("torch::Tensor relu(torch::Tensor x);",)
+    assert "__global__ void relu_kernel" in extension.cuda_sources[0]
+    assert extension.extra_cuda_cflags == ("-O3",) and extension.extra_cflags == ()
+
+
+def test_the_cuda_units_and_nvcc_flags_are_those_load_inline_gives(monkeypatch):
+    # torch's own include flags need a CUDA toolkit; what is ours to compose is checked here
+    monkeypatch.setattr(modelnew_cuda, "torch_compile_flags",
+                        lambda name, device: [f"-DTORCH_EXTENSION_NAME={name}"])
+    extension = extension_of(CUDA_KERNELS / "honest_relu" / "kernel.py")
+    unit = cuda_unit(extension)
+    assert unit.splitlines()[:3] == ["#include <torch/types.h>", "#include <cuda.h>",
+                                     "#include <cuda_runtime.h>"]
+    assert unit.endswith(extension.cuda_sources[0])
+    assert _main_cpp(extension).startswith("#include <torch/extension.h>\ntorch::Tensor relu(torch::Tensor")
+    assert 'm.def("relu", torch::wrap_pybind_function(relu), "relu");' in _main_cpp(extension)
+    flags = nvcc_flags(extension, "sm_90a")
+    assert flags.count("-O3") == 1 and flags[-1] == "-O3"  # given there: ours is left out
+    assert {"-std=c++17", "--expt-relaxed-constexpr", "-D__CUDA_NO_HALF_OPERATORS__",
+            "-gencode=arch=compute_90a,code=sm_90a", "-DTORCH_EXTENSION_NAME=kl_test_relu_cuda"} <= set(flags)
+    own = nvcc_flags(replace(extension, extra_cuda_cflags=("-std=c++20", "-arch=sm_80")), "sm_90a")
+    assert own[-2:] == ["-std=c++20", "-arch=sm_80"] and "-std=c++17" not in own
+    assert not any(f.startswith("-gencode") for f in own)  # a target named: none of ours
+
+
+def test_without_nvcc_a_cuda_modelnew_is_a_compile_error(relu, monkeypatch, tmp_path):
+    monkeypatch.setenv("NVCC", str(tmp_path / "no-nvcc"))
+    build = ModelNewCudaBackend().build(load_kernel(relu, CUDA_KERNELS / "honest_relu"))
+    assert not build.ok and "no-nvcc" in build.log and build.log.startswith("error:")
+
+
+def test_the_cpu_modelnew_sends_cuda_sources_to_the_cuda_backend(relu, tmp_path):
+    (tmp_path / "kernel.py").write_text((CUDA_KERNELS / "honest_relu" / "kernel.py").read_text())
+    (tmp_path / "kernel.toml").write_text('language = "python"\n')
+    report = run_gate(relu, load_kernel(relu, tmp_path), options=GateOptions(profile=False, limits=LIMITS))
+    assert report.verdict == "compile_error" and 'language = "python_cuda"' in report.reason, report.reason
+
+
+def test_other_streams_are_caught_statically_in_kernel_py_and_in_cuda_sources(tmp_path):
+    denied = ModelNewCudaBackend.denied_symbols
+    (tmp_path / "kernel.py").write_text("import torch\n\nSIDE = torch.cuda.Stream()\n"
+                                        "GRAPH = torch.cuda.CUDAGraph()\n")
+    found = forbidden_in_source(tmp_path / "kernel.py", (), denied)
+    assert [line.split(":")[1] for line in found] == ["3", "4"] and "another stream" in found[0], found
+    hidden = (CUDA_KERNELS / "own_stream" / "kernel.py").read_text()
+    (tmp_path / "kernel.py").write_text(hidden.replace("MAKE_STREAM(&aside)", "cudaStreamCreate(&aside)"))
+    found = forbidden_in_source(tmp_path / "kernel.py", (), denied)
+    assert len(found) == 1 and "calls cudaStreamCreate() (work on a stream other than" in found[0], found
+    # spelled through a macro, it is the object's symbols that show it (tests/gpu)
+    assert forbidden_in_source(CUDA_KERNELS / "own_stream" / "kernel.py", (), denied) == []

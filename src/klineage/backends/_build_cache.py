@@ -25,7 +25,7 @@ from klineage.backends.base import BuildResult
 from klineage.errors import ToolchainError
 from klineage.settings import cache_dir
 
-__all__ = ["ARTIFACT_NAME", "SANDBOX_SOURCES", "cached_build", "imported_symbols",
+__all__ = ["ARTIFACT_NAME", "SANDBOX_SOURCES", "cached_build", "defined_symbols", "imported_symbols",
            "parse_nm_undefined", "run_tool", "system_call_sites", "trusted_build"]
 
 SANDBOX_SOURCES = Path(__file__).parent.parent / "gate"
@@ -76,6 +76,17 @@ def imported_symbols(artifact: Path, dynamic: bool = True) -> set[str]:
     if proc.returncode != 0:
         raise ToolchainError(f"nm failed on {artifact}: {proc.stderr.strip()}")
     return parse_nm_undefined(proc.stdout)
+
+
+_NM_DEFINED = re.compile(r"^(.*) [A-Za-z] [0-9a-f]+(?: [0-9a-f]+)?$")
+
+
+def defined_symbols(artifact: Path) -> set[str]:
+    """Global symbols an object file defines: what a kernel's other objects may take from it."""
+    proc = run_tool(["nm", "-C", "--defined-only", "--extern-only", "--format=posix", str(artifact)])
+    if proc.returncode != 0:
+        raise ToolchainError(f"nm failed on {artifact}: {proc.stderr.strip()}")
+    return {m.group(1) for m in map(_NM_DEFINED.match, proc.stdout.splitlines()) if m}
 
 
 _SYSCALL_INSTRUCTION = re.compile(r"\t(syscall|sysenter|int\s+\$0x80|svc\s+#?0x0|svc\s+#0)\b")

@@ -5,15 +5,18 @@ constructor while the runner loads it (read-only opens allowed), then ``call`` o
 
 ``start`` imports torch, puts a ``load_inline`` in place that returns the extension we built
 (it is linked into the shim itself, so no other file is loaded), runs kernel.py, builds one
-``ModelNew`` per size the gate will call (seeded as the reference seeds ``Model``) and runs each
-once, so lazy state and torch's threads exist before the runner's final filter. With
+``ModelNew`` per size the gate will call (seeded as the reference seeds ``Model``, on the
+workload's device) and runs each call's whole path once, so lazy state, torch's threads and
+every GPU kernel the calls launch are loaded before the runner's final filter. With
 ``KL_MODELNEW_TRACE`` (a token) our dispatch mode is entered before kernel.py runs, and the aten ops
 of the forward calls are printed (in the extension's calls or not) for the trusted side to judge.
 """
 
+import contextlib
 import importlib.machinery
 import importlib.util
 import json
+import math
 import os
 import sys
 import traceback
@@ -25,12 +28,13 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 SPEC = json.loads(os.environ["KL_MODELNEW"])
+DEVICE = SPEC["device"]  # "cpu", or "cuda": the arenas are device memory and calls get a stream
 # "token:calls", secret (gone before kernel.py runs): our report's prefix, forward calls per size
 TRACE, _, _CALLS = os.environ.pop("KL_MODELNEW_TRACE", "").partition(":")
 _DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
            "float64": torch.float64, "int8": torch.int8, "int32": torch.int32,
            "int64": torch.int64, "uint8": torch.uint8, "bool": torch.bool}
-_state = {"models": {}, "in_extension": 0, "in_forward": False}
+_state = {"models": {}, "in_extension": 0, "in_forward": False, "streams": {}}
 _ops = {"forward": set(), "extension": set()}
 
 
@@ -114,7 +118,9 @@ def _forward(model, reference, tensors):
 
 def _sample(dims, dtype):
     kind = _DTYPES[dtype]
-    return torch.randn(dims, dtype=kind) if kind.is_floating_point else torch.zeros(dims, dtype=kind)
+    if kind.is_floating_point:
+        return torch.randn(dims, dtype=kind, device=DEVICE)
+    return torch.zeros(dims, dtype=kind, device=DEVICE)
 
 
 def start():
@@ -124,37 +130,89 @@ def start():
     torch.set_grad_enabled(False)
     if TRACE:
         _Recorder().__enter__()  # before kernel.py exists, and never left
-    reference = _reference()
+    reference = _state["reference"] = _reference()
     kernel = _kernel()
     if not hasattr(kernel, "ModelNew"):
         raise RuntimeError("kernel.py defines no ModelNew")
     for shape in SPEC["shapes"]:
         init = reference.init_inputs(shape["axes"], SPEC["params"])
         torch.manual_seed(0)  # as the reference builds Model
-        model = kernel.ModelNew(*init)
+        model = kernel.ModelNew(*init).to(DEVICE)  # as the reference moves Model
         _state["models"][tuple(shape["axes"].values())] = model, shape
         for _ in range(int(_CALLS) if TRACE else 1):
-            _forward(model, reference, [_sample(d, t) for d, (_, t) in zip(shape["inputs"], SPEC["inputs"],
-                                                                             strict=True)])
-    _state["reference"] = reference
+            given = [_sample(d, t) for d, (_, t) in zip(shape["inputs"], SPEC["inputs"], strict=True)]
+            outputs = [torch.empty(d, dtype=_DTYPES[t], device=DEVICE)
+                       for d, (_, t) in zip(shape["outputs"], SPEC["outputs"], strict=True)]
+            # through the calls' own views: what they load (numpy, behind the CUDA array
+            # interface) is loaded while files can still be read
+            _run(model, shape, _views([t.data_ptr() for t in given], shape, "inputs", False),
+                 _views([t.data_ptr() for t in outputs], shape, "outputs", True))
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()  # the warm-up is done before the first timed call
     if TRACE:
         print(f"KL_TRACE {TRACE} " + json.dumps({k: sorted(v) for k, v in _ops.items()}), flush=True)
     return len(SPEC["inputs"]), len(SPEC["outputs"]), len(SPEC["axis_names"]), len(SPEC["params"])
 
 
+class _DeviceBytes:
+    """Device memory as the CUDA array interface describes it (no stream to wait on). torch
+    refuses the interface's read-only flag, so inputs stay writable here: the gate compares
+    them with its copy after every call."""
+
+    def __init__(self, pointer, size):
+        self.__cuda_array_interface__ = {"shape": (size,), "typestr": "|u1", "data": (pointer, False),
+                                         "version": 3}
+
+
 def _wrap(pointer, dims, dtype, writable):
+    """An arena's memory as a tensor, without a copy (host memory through a memoryview, read-only
+    for inputs, so a write faults and is named)."""
     kind = _DTYPES[dtype]
-    count = 1
-    for d in dims:
-        count *= d
-    if count == 0:
-        return torch.empty(dims, dtype=kind)
-    size = count * torch.empty((), dtype=kind).element_size()
-    return torch.frombuffer(_kl_shim.view(pointer, size, writable), dtype=kind).view(dims)
+    size = math.prod(dims) * kind.itemsize
+    if size == 0:
+        return torch.empty(dims, dtype=kind, device=DEVICE)
+    if DEVICE == "cpu":
+        memory = torch.frombuffer(_kl_shim.view(pointer, size, writable), dtype=torch.uint8)
+    else:
+        memory = torch.as_tensor(_DeviceBytes(pointer, size), device=DEVICE)
+    return memory.view(kind).view(dims)
 
 
-def call(inputs, outputs, axes):
-    """One kl_launch: the arena's memory as tensors (inputs read-only), forward, the result
+def _views(pointers, shape, which, writable):
+    """The tensors of one call's inputs or outputs (``which``), over their memory."""
+    return [_wrap(p, d, t, writable)
+            for p, d, (_, t) in zip(pointers, shape[which], SPEC[which], strict=True)]
+
+
+def _on_stream(pointer):
+    """The runner's timed stream as torch's current stream (CUDA), so the forward, the
+    extension (``at::cuda::getCurrentCUDAStream()``) and the copies run on it."""
+    if DEVICE == "cpu":
+        return contextlib.nullcontext()
+    stream = _state["streams"].get(pointer)
+    if stream is None:
+        stream = _state["streams"][pointer] = torch.cuda.ExternalStream(pointer)
+    return torch.cuda.stream(stream)
+
+
+def _run(model, shape, given, outputs):
+    """Forward on the inputs, its results copied into the outputs (same dtype, shape and device:
+    no silent conversion)."""
+    result = _forward(model, _state["reference"], given)
+    results = list(result) if isinstance(result, tuple | list) else [result]
+    if len(results) != len(outputs):
+        raise ValueError(f"forward returned {len(results)} outputs, the workload has {len(outputs)}")
+    for out, dims, (name, dtype), value in zip(outputs, shape["outputs"], SPEC["outputs"], results,
+                                               strict=True):
+        if not isinstance(value, torch.Tensor) or value.dtype != _DTYPES[dtype] \
+                or tuple(value.shape) != tuple(dims) or value.device.type != DEVICE:
+            raise ValueError(f"output {name!r} must be a {dtype} tensor of shape {tuple(dims)} on "
+                             f"{DEVICE}, got {value!r:.80}")
+        out.copy_(value)
+
+
+def call(inputs, outputs, axes, stream):
+    """One kl_launch: the arena's memory as tensors, forward on the runner's stream, the result
     copied into the outputs. 0, or 2 with the reason printed to the log."""
     try:
         model, shape = _state["models"][tuple(axes)]
@@ -162,19 +220,9 @@ def call(inputs, outputs, axes):
         print(f"ModelNew shim: no model was built for sizes {axes}", file=sys.stderr, flush=True)
         return 2
     try:
-        given = [_wrap(p, d, t, False) for p, d, (_, t) in zip(inputs, shape["inputs"], SPEC["inputs"],
-                                                              strict=True)]
-        result = _forward(model, _state["reference"], given)
-        results = list(result) if isinstance(result, tuple | list) else [result]
-        if len(results) != len(outputs):
-            raise ValueError(f"forward returned {len(results)} outputs, the workload has {len(outputs)}")
-        for pointer, dims, (name, dtype), value in zip(outputs, shape["outputs"], SPEC["outputs"], results,
-                                                       strict=True):
-            if not isinstance(value, torch.Tensor) or value.dtype != _DTYPES[dtype] \
-                    or tuple(value.shape) != tuple(dims):
-                raise ValueError(f"output {name!r} must be a {dtype} tensor of shape {tuple(dims)}, "
-                                 f"got {value!r:.80}")
-            _wrap(pointer, dims, dtype, True).copy_(value)
+        with _on_stream(stream):
+            given = _views(inputs, shape, "inputs", False)
+            _run(model, shape, given, _views(outputs, shape, "outputs", True))
     except Exception:
         traceback.print_exc()
         sys.stderr.flush()

@@ -36,6 +36,7 @@ class Extension:
     cuda_sources: tuple[str, ...]
     functions: tuple[str, ...]
     extra_cflags: tuple[str, ...]
+    extra_cuda_cflags: tuple[str, ...]
 
 
 def extension_of(source: Path) -> Extension | None:
@@ -64,7 +65,7 @@ def extension_of(source: Path) -> Extension | None:
     if len(name) != 1 or not name[0].isidentifier():
         raise ExtensionError(f"{where}: load_inline's name must be one identifier, got {name!r}")
     values = {k: _strings(given[k], constants, where, k) if k in given else ()
-              for k in (*_SOURCES, "functions", "extra_cflags")}
+              for k in (*_SOURCES, "functions", "extra_cflags", "extra_cuda_cflags")}
     if not values["cpp_sources"] and not values["cuda_sources"]:
         raise ExtensionError(f"{where}: load_inline has no sources")
     return Extension(name=name[0], **values)

@@ -7,8 +7,9 @@
  *
  * The constructor runs while the runner loads the library (its first seccomp stage): it starts
  * an isolated interpreter (no signal handlers, no site, no environment of its own) and runs the
- * host's start(). kl_launch hands the arena pointers to the host's call(). Everything here runs
- * in the untrusted process; nothing it says is believed by the trusted side.
+ * host's start(). kl_launch hands the arena pointers (host memory, or on CUDA device memory) and
+ * the stream to the host's call(). Everything here runs in the untrusted process; nothing it
+ * says is believed by the trusted side.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -99,12 +100,13 @@ static PyObject* pointers(const void* const* values, long count) {
 int kl_launch(const void* const* inputs, void* const* outputs, const int64_t* axes,
               const double* params, void* stream) {
     (void)params; /* the ModelNew was built with them (they are fixed per workload) */
-    (void)stream;
     PyObject* axis_list = PyList_New(counts[2]);
     for (long i = 0; axis_list && i < counts[2]; i++)
         PyList_SET_ITEM(axis_list, i, PyLong_FromLongLong(axes[i]));
-    PyObject* result = PyObject_CallFunction(host_call, "NNN", pointers(inputs, counts[0]),
-                                             pointers((const void* const*)outputs, counts[1]), axis_list);
+    /* the stream: NULL on the CPU; on CUDA the one the runner times, where all work must go */
+    PyObject* result = PyObject_CallFunction(host_call, "NNNK", pointers(inputs, counts[0]),
+                                             pointers((const void* const*)outputs, counts[1]), axis_list,
+                                             (unsigned long long)(uintptr_t)stream);
     long rc = result ? PyLong_AsLong(result) : 2;
     if (!result || PyErr_Occurred()) {
         PyErr_Print();

@@ -49,6 +49,9 @@ class CpuBackend:
     base_flags = _BASE_FLAGS
     denied_symbols: ClassVar[dict[str, tuple[str, ...]]] = {}
     allowed_symbols: ClassVar[tuple[str, ...]] = ()
+    runner_name: ClassVar[str] = "kl_runner"
+    runner_defines: ClassVar[tuple[str, ...]] = ()
+    """``_runner.c`` built with these (``-DKL_PYTHON``: the profile of an embedded interpreter)."""
 
     def unavailable_reason(self) -> str | None:
         try:
@@ -88,8 +91,9 @@ class CpuBackend:
         return kernel.threads or len(os.sched_getaffinity(0))
 
     def sandbox_runner(self) -> RunnerSpec:
-        path, sha = trusted_build(SANDBOX_SOURCES / "_runner.c", "kl_runner",
-                                  [settings.c_compiler(), "-O2", "-std=gnu11", "-pthread", "-ldl"])
+        path, sha = trusted_build(SANDBOX_SOURCES / "_runner.c", self.runner_name,
+                                  [settings.c_compiler(), "-O2", "-std=gnu11", *self.runner_defines,
+                                   "-pthread", "-ldl"])
         # The runner writes this much of its own memory before each call: private caches cold.
         return RunnerSpec(path, sha, (str(2 * _per_core_cache_bytes()),))
 

@@ -16,7 +16,7 @@ import sys
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -70,8 +70,11 @@ class CudaBackend:
     name = "cuda"
     modeled = False
     base_flags = _BASE_FLAGS
-    denied_symbols = DENIED_SYMBOLS
-    allowed_symbols = ALLOWED_SYMBOLS
+    denied_symbols: ClassVar[dict[str, tuple[str, ...]]] = DENIED_SYMBOLS
+    allowed_symbols: ClassVar[tuple[str, ...]] = ALLOWED_SYMBOLS
+    runner_name: ClassVar[str] = "kl_runner_cuda"
+    runner_defines: ClassVar[tuple[str, ...]] = ()
+    """``_runner.c`` built with ``-DKL_CUDA`` and these (``-DKL_PYTHON``: an embedded interpreter)."""
 
     def sandbox_env(self, threads: int | None, workload: Workload) -> dict[str, str]:
         env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "CUDA_MODULE_LOADING": "EAGER",
@@ -81,9 +84,9 @@ class CudaBackend:
         return env
 
     def sandbox_runner(self) -> RunnerSpec:
-        path, sha = trusted_build(SANDBOX_SOURCES / "_runner.c", "kl_runner_cuda",
-                                  [settings.nvcc(), "-O2", "-DKL_CUDA", "-cudart", "shared",
-                                   "-Xcompiler", "-pthread", "-ldl"])
+        path, sha = trusted_build(SANDBOX_SOURCES / "_runner.c", self.runner_name,
+                                  [settings.nvcc(), "-O2", "-DKL_CUDA", *self.runner_defines, "-cudart",
+                                   "shared", "-Xcompiler", "-pthread", "-ldl"])
         return RunnerSpec(path, sha)  # the L2 is flushed from the trusted side (one per GPU)
 
     def calibration_kernel(self) -> tuple[Path, str]:

@@ -1,18 +1,18 @@
-"""ModelNew backend (CPU): KernelBench's ``ModelNew`` in kernel.py, with C++ through
-``torch.utils.cpp_extension.load_inline``, made to look like any kernel to the gate.
+"""ModelNew backends: KernelBench's ``ModelNew`` in kernel.py, with its custom code through
+``torch.utils.cpp_extension.load_inline``, made to look like any kernel to the gate. This file
+holds what the CPU and CUDA backends share, and the CPU one (C++ only); ``modelnew_cuda``
+adds nvcc for ``cuda_sources``.
 
 The build is ours and never imports kernel.py: its ``load_inline`` sources are read from the
-syntax tree (``_modelnew_parse``) and compiled here, with torch's headers, into an object
-(cached by those sources alone: many kernel.py share one extension). That object is linked with
-a C shim (``_modelnew_shim.c``) into one ``kernel.so`` exporting ``kl_launch``; the shim embeds
-kernel.py and the host (``_modelnew_host.py``), which run only in the sandboxed runner. The
-runner is ``_runner.c`` built with ``KL_PYTHON``: the profile an interpreter needs (docs/gate.md).
+syntax tree (``_modelnew_parse``) and compiled here, with torch's headers, into objects (cached
+by those sources alone: many kernel.py share one extension). They are linked with a C shim
+(``_modelnew_shim.c``) into one ``kernel.so`` exporting ``kl_launch``; the shim embeds kernel.py
+and the host (``_modelnew_host.py``), which run only in the sandboxed runner. The runner is
+``_runner.c`` built with ``KL_PYTHON``: the profile an interpreter needs (docs/gate.md).
 
-Static checks look at the candidate's object, not at the shim: symbols of torch, c10, pybind11
+Static checks look at the candidate's objects, not at the shim: symbols of torch, c10, pybind11
 and Python are the framework, whose ops the dispatch trace judges (``gate/_optrace``); the
 rest meets the usual allow- and deny-lists, and the ways out of that trace are denied here.
-A CUDA extension fits the same seam (its sources compiled by nvcc into the object, the runner
-built with ``KL_CUDA``) but is not written yet: no GPU was available to run it.
 """
 
 from __future__ import annotations
@@ -23,25 +23,27 @@ import json
 import shutil
 import sys
 import sysconfig
+from collections.abc import Callable
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from klineage import settings
 from klineage.backends._build_cache import (
-    SANDBOX_SOURCES,
     cached_build,
+    defined_symbols,
     imported_symbols,
     system_call_sites,
-    trusted_build,
 )
 from klineage.backends._modelnew_parse import Extension, ExtensionError, extension_of
-from klineage.backends.base import BuildResult, RunnerSpec
-from klineage.backends.cpu import CpuBackend, _per_core_cache_bytes
+from klineage.backends.base import BuildResult
+from klineage.backends.cpu import CpuBackend
 from klineage.errors import ToolchainError
 from klineage.workload.model import KernelSpec, Workload
 
-__all__ = ["TRACE_ENV", "ModelNewBackend"]
+__all__ = ["ALLOWED_SYMBOLS", "DENIED_SYMBOLS", "TRACE_ENV", "ModelNewBackend", "ModelNewBuild",
+           "torch_compile_flags"]
 
 TRACE_ENV = "KL_MODELNEW_TRACE"
 """Set in a runner's environment to a secret token: the host records the forward's aten ops and
@@ -56,17 +58,27 @@ _LEAVES_THE_TRACE = ("PyRun_*", "Py_Compile*", "PyEval_Eval*", "PyImport_*", "c1
                      "*PythonTLSSnapshot*", "*TorchDispatchMode*", "*_set_dispatch_mode*")
 """Framework symbols that run Python or change dispatch state: torch's own headers never make an
 honest extension import these (the guards they do inline are caught in the source instead)."""
+DENIED_SYMBOLS = {
+    "running Python or stepping outside torch's dispatcher (the op trace) from C++": _LEAVES_THE_TRACE,
+}
+ALLOWED_SYMBOLS = ("_GLOBAL_OFFSET_TABLE_", "DW.ref.*", "__dso_handle", "VTT for std::*", "strdup")
+"""An object file's C++ plumbing (the checks read the objects, before they are linked)."""
+_CONFIG = "modelnew_config.h"
+"""What the shim is built with; beside a kernel.so, it marks a ModelNew build."""
+_OBJECTS = "ext*.o"
+"""The candidate's objects, kept beside the linked kernel.so for the static checks."""
 
 
-class ModelNewBackend(CpuBackend):
-    """Builds a ModelNew kernel.py with its C++ ``load_inline`` extension for this CPU."""
+class ModelNewBuild:
+    """The build both ModelNew backends share; mixed in before the device's backend class."""
 
-    name = "modelnew"
-    denied_symbols: ClassVar[dict[str, tuple[str, ...]]] = {
-        "running Python or stepping outside torch's dispatcher (the op trace) from C++": _LEAVES_THE_TRACE,
-    }
-    allowed_symbols: ClassVar[tuple[str, ...]] = ("_GLOBAL_OFFSET_TABLE_", "DW.ref.*", "__dso_handle",
-                                                  "VTT for std::*", "strdup")  # an object file's C++ plumbing
+    name: str
+    language: ClassVar[str]
+    denied_symbols: ClassVar[dict[str, tuple[str, ...]]]
+    device_type: ClassVar[str]
+    """torch's device for the ModelNew's tensors, and for its include and library paths."""
+    device_libraries: ClassVar[tuple[str, ...]] = ()
+    """Linked besides torch's CPU libraries."""
 
     def unavailable_reason(self) -> str | None:
         try:
@@ -76,92 +88,131 @@ class ModelNewBackend(CpuBackend):
         return super().unavailable_reason()
 
     def build(self, kernel: KernelSpec) -> BuildResult:
-        if kernel.language != "python":  # the CPU's own: its ceiling probe
+        if kernel.language != self.language:  # the device backend's own (the CPU's ceiling probe)
             return super().build(kernel)
+        try:
+            toolchain = self.toolchain()
+        except ToolchainError as exc:  # a compiler this kernel needs is missing
+            return _failed(kernel.source_hash(), str(exc))
         key = _key(kernel.source_hash(), _HOST.read_bytes(), _SHIM.read_bytes(), json.dumps(_python()),
-                   json.dumps(self.toolchain()), self.platform())
+                   json.dumps(toolchain), self.platform())
         try:
             extension = extension_of(kernel.source)
         except (ExtensionError, SyntaxError) as exc:
-            return BuildResult(ok=False, artifact=None, log=f"error: {exc}", command=(), fingerprint=key)
-        if extension is not None and extension.cuda_sources:
-            return BuildResult(ok=False, artifact=None, command=(), fingerprint=key,
-                               log="error: load_inline cuda_sources need a CUDA ModelNew backend, "
-                                   "which is not written yet (this one builds C++ for the CPU)")
-        objects: list[Path] = []
-        if extension is not None:
-            built = self._extension(extension)
-            if not built.ok:
-                return built
-            objects.append(built.artifact)
+            return _failed(key, str(exc))
+        refused = self._refused(extension)
+        if refused:
+            return _failed(key, refused)
+        objects = self._objects(extension) if extension else []
+        failed = next((o for o in objects if not o.ok), None)
+        if failed is not None:
+            return failed
+        key = _key(key, *(o.artifact.read_bytes() for o in objects if o.artifact))
         name = extension.name if extension else ""
-        key = _key(key, *(o.read_bytes() for o in objects))
 
         def command(out: Path) -> list[str]:
-            (out.parent / "modelnew_config.h").write_text(_config(kernel.source.read_text(), name))
-            for obj in objects:  # kept beside the shim for the static checks
-                shutil.copyfile(obj, out.parent / "ext.o")
+            (out.parent / _CONFIG).write_text(_config(kernel.source.read_text(), name))
+            kept = [out.parent / o.artifact.name for o in objects if o.artifact]
+            for obj, copy in zip(objects, kept, strict=True):  # kept beside the shim for the checks
+                shutil.copyfile(obj.artifact, copy)
             python = _python()
             return [settings.cxx_compiler(), "-O2", "-fPIC", "-shared", f"-I{out.parent}",
-                    f"-I{python['include']}", "-x", "c", str(_SHIM), "-x", "none",
-                    *(str(out.parent / "ext.o") for _ in objects), "-o", str(out),
-                    *_torch_link(), f"-L{python['libdir']}", f"-Wl,-rpath,{python['libdir']}",
-                    f"-l{python['library']}", "-ldl"]
+                    f"-I{python['include']}", "-x", "c", str(_SHIM), "-x", "none", *map(str, kept),
+                    "-o", str(out), *self._torch_link(), python["library"],
+                    f"-Wl,-rpath,{python['libdir']}", "-ldl"]
 
-        return cached_build(self.name, key, command)
+        linked = cached_build(self.name, key, command)
+        resources = {k: v for o in objects for k, v in o.resources.items()}  # nvcc's ptxas report
+        return replace(linked, resources=resources) if resources else linked
 
-    def _extension(self, extension: Extension) -> BuildResult:
-        """The candidate's C++ compiled to an object, as load_inline would compose it."""
-        main = _main_cpp(extension)
-        flags = ["-O3", "-fPIC", "-std=c++17", *_torch_compile_flags(extension.name), *extension.extra_cflags]
-        python = _python()
-        key = _key(main.encode(), json.dumps(flags), json.dumps(self.toolchain()), python["include"],
-                   python["version"])
+    def _refused(self, extension: Extension | None) -> str | None:
+        """Why this backend cannot build the extension at all, if it cannot."""
+        return None
+
+    def _objects(self, extension: Extension) -> list[BuildResult]:
+        """The extension compiled as load_inline would: its C++ (and, on CUDA, its CUDA)."""
+        flags = ["-O3", "-fPIC", "-std=c++17", *torch_compile_flags(extension.name, self.device_type),
+                 *extension.extra_cflags]
+        return [self._compiled(settings.cxx_compiler(), "main.cpp", _main_cpp(extension), flags, "ext.o")]
+
+    def _compiled(self, compiler: str, unit: str, text: str, flags: list[str], artifact: str,
+                  report: Callable[[str], dict[str, Any]] | None = None) -> BuildResult:
+        """One translation unit compiled to an object, cached by its text, flags and toolchain
+        alone (kernels sharing an extension compile it once)."""
+        key = _key(text.encode(), compiler, *flags, json.dumps(self.toolchain()), _python()["version"])
 
         def command(out: Path) -> list[str]:
-            source = out.parent / "main.cpp"
-            source.write_text(main)
-            return [settings.cxx_compiler(), "-c", *flags, str(source), "-o", str(out)]
+            source = out.parent / unit
+            source.write_text(text)
+            return [compiler, "-c", *flags, str(source), "-o", str(out)]
 
-        return cached_build(f"{self.name}-extension", key, command, timeout=900, artifact_name="ext.o")
+        return cached_build(f"{self.name}-extension", key, command, report, timeout=900,
+                            artifact_name=artifact)
+
+    def _torch_link(self) -> list[str]:
+        _, libraries, _ = _torch_paths(self.device_type)
+        return [*(f"-L{p}" for p in libraries), *(f"-Wl,-rpath,{p}" for p in libraries),
+                "-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python", *self.device_libraries]
 
     def imported_symbols(self, artifact: Path) -> set[str]:
-        """The candidate extension's undefined symbols, less the framework's (but never those
-        that leave the trace); none when kernel.py builds no extension."""
-        obj = artifact.parent / "ext.o"
-        if not obj.is_file():
-            return set()
+        """The candidate's objects' undefined symbols, less those one of them defines (the
+        bindings call the CUDA part's functions) and the framework's (but never the framework's
+        denied ones); none when kernel.py builds no extension."""
+        if not (artifact.parent / _CONFIG).is_file():  # a native kernel (the CPU's ceiling probe)
+            return super().imported_symbols(artifact)
+        denied = [p for patterns in self.denied_symbols.values() for p in patterns]
+        objects = sorted(artifact.parent.glob(_OBJECTS))
+        own = set().union(*(defined_symbols(obj) for obj in objects))
         kept = set()
-        for symbol in imported_symbols(obj, dynamic=False):
-            framework = any(fnmatch.fnmatchcase(symbol, p) for p in _FRAMEWORK)
-            if not framework or any(fnmatch.fnmatchcase(symbol, p) for p in _LEAVES_THE_TRACE):
-                kept.add(symbol)
+        for obj in objects:
+            for symbol in imported_symbols(obj, dynamic=False) - own:
+                framework = any(fnmatch.fnmatchcase(symbol, p) for p in _FRAMEWORK)
+                if not framework or any(fnmatch.fnmatchcase(symbol, p) for p in denied):
+                    kept.add(symbol)
         return kept
 
     def system_call_sites(self, artifact: Path) -> list[str]:
-        obj = artifact.parent / "ext.o"
-        return system_call_sites(obj) if obj.is_file() else []
-
-    def sandbox_runner(self) -> RunnerSpec:
-        path, sha = trusted_build(SANDBOX_SOURCES / "_runner.c", "kl_runner_python",
-                                  [settings.c_compiler(), "-O2", "-std=gnu11", "-DKL_PYTHON", "-pthread",
-                                   "-ldl"])
-        return RunnerSpec(path, sha, (str(2 * _per_core_cache_bytes()),))
+        if not (artifact.parent / _CONFIG).is_file():
+            return super().system_call_sites(artifact)
+        return [site for obj in sorted(artifact.parent.glob(_OBJECTS)) for site in system_call_sites(obj)]
 
     def sandbox_env(self, threads: int | None, workload: Workload) -> dict[str, str]:
-        """The CPU runner's environment and what the host needs: the workload's tensors, the sizes
-        the gate calls (a ModelNew is built for each before the final filter), the reference
-        (its seeded init inputs build ModelNew)."""
+        """The device runner's environment and what the host needs: the workload's tensors, the
+        sizes the gate calls (a ModelNew is built for each before the final filter), the
+        reference (its seeded init inputs build ModelNew), the device."""
         shapes = [{"axes": axes, "inputs": [list(t.dims(axes)) for t in workload.inputs],
                    "outputs": [list(t.dims(axes)) for t in workload.outputs]}
                   for axes in _unique(workload.shapes())]
         spec = {"reference": str(workload.reference_path), "threads": threads or 1,
+                "device": self.device_type,
                 "inputs": [[t.name, t.dtype] for t in workload.inputs],
                 "outputs": [[t.name, t.dtype] for t in workload.outputs],
                 "axis_names": list(workload.axes), "params": dict(workload.params), "shapes": shapes}
         # HOME and USER: else torch (expanduser, getpass) asks the password database, by a socket
-        return {**super().sandbox_env(threads, workload), "HOME": "/nonexistent", "USER": "nobody",
-                "KL_MODELNEW": json.dumps(spec)}
+        return {**super().sandbox_env(threads, workload), "HOME": "/nonexistent",
+                "USER": "nobody", "KL_MODELNEW": json.dumps(spec)}
+
+
+class ModelNewBackend(ModelNewBuild, CpuBackend):
+    """Builds a ModelNew kernel.py with its C++ ``load_inline`` extension for this CPU."""
+
+    name = "modelnew"
+    language = "python"
+    device_type = "cpu"
+    denied_symbols: ClassVar[dict[str, tuple[str, ...]]] = DENIED_SYMBOLS
+    allowed_symbols: ClassVar[tuple[str, ...]] = ALLOWED_SYMBOLS
+    runner_name = "kl_runner_python"
+    runner_defines = ("-DKL_PYTHON",)
+
+    def _refused(self, extension: Extension | None) -> str | None:
+        if extension is not None and extension.cuda_sources:
+            return ('load_inline has cuda_sources, which build for the GPU: say language = "python_cuda" '
+                    "in kernel.toml (backend modelnew_cuda); this backend builds C++ for the CPU")
+        return None
+
+
+def _failed(key: str, reason: str) -> BuildResult:
+    return BuildResult(ok=False, artifact=None, log=f"error: {reason}", command=(), fingerprint=key)
 
 
 def _unique(shapes: list[dict[str, int]]) -> list[dict[str, int]]:
@@ -198,7 +249,7 @@ def _config(kernel_source: str, extension: str) -> str:
     values = {"KL_HOST_SOURCE": _HOST.read_text(), "KL_KERNEL_SOURCE": kernel_source,
               "KL_EXTENSION": extension, "KL_PYTHON_HOME": python["home"],
               "KL_SEARCH_PATH": "\n".join(python["path"]),
-              "KL_LIBPYTHON": str(Path(python["libdir"]) / python["ldlibrary"])}
+              "KL_LIBPYTHON": python["library"]}
     lines = [f"static const char {k}_BYTES[] = {_c_bytes(v)};\n#define {k} {k}_BYTES"
              for k, v in values.items() if k != "KL_SEARCH_PATH"]
     # strtok writes into it: the shim copies it into a local array first
@@ -208,37 +259,39 @@ def _config(kernel_source: str, extension: str) -> str:
 
 @cache
 def _python() -> dict:
-    """This interpreter, which the runner embeds: its headers, library and module path (the
-    trusted side's own, without the working directory)."""
-    ldlibrary = sysconfig.get_config_var("LDLIBRARY") or ""
-    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
-        raise ToolchainError("ModelNew kernels need a Python built with --enable-shared "
-                             f"({sys.executable} is not)")
-    return {"include": sysconfig.get_paths()["include"], "libdir": sysconfig.get_config_var("LIBDIR"),
-            "ldlibrary": ldlibrary, "library": ldlibrary.removeprefix("lib").removesuffix(".so"),
+    """This interpreter, which the runner embeds: its headers, shared library and module path
+    (the trusted side's own, without the working directory)."""
+    libdir = Path(sysconfig.get_config_var("LIBDIR") or sys.base_prefix)
+    # its configured names first; a distribution may ship the shared library beside a static build
+    names = [sysconfig.get_config_var(k) or "" for k in ("INSTSONAME", "LDLIBRARY")]
+    found = [libdir / n for n in names if ".so" in n]
+    found += sorted(libdir.glob(f"libpython{sysconfig.get_config_var('LDVERSION')}.so*"))
+    library = next((p for p in found if p.is_file()), None)
+    if library is None:
+        raise ToolchainError(f"ModelNew kernels embed Python, and {sys.executable} has no shared "
+                             f"libpython in {libdir} (a Python built with --enable-shared has one)")
+    return {"include": sysconfig.get_paths()["include"], "libdir": str(libdir), "library": str(library),
             "home": sys.base_prefix, "version": sys.version,
             "path": [p for p in sys.path if p and Path(p).exists()]}
 
 
 @cache
-def _torch_paths() -> tuple[list[str], list[str], bool]:
+def _torch_paths(device_type: str) -> tuple[list[str], list[str], bool]:
+    """torch's include and library paths for an extension on this device (CUDA: the toolkit's
+    too), and its C++ ABI."""
     import torch
     from torch.utils import cpp_extension
 
-    return cpp_extension.include_paths(), cpp_extension.library_paths(), bool(torch._C._GLIBCXX_USE_CXX11_ABI)
+    return (cpp_extension.include_paths(device_type), cpp_extension.library_paths(device_type),
+            bool(torch._C._GLIBCXX_USE_CXX11_ABI))
 
 
-def _torch_compile_flags(name: str) -> list[str]:
-    includes, _, abi = _torch_paths()
-    return [*(f"-isystem{p}" for p in includes), f"-isystem{_python()['include']}",
+def torch_compile_flags(name: str, device_type: str) -> list[str]:
+    """The flags load_inline gives both of an extension's compilers (g++ and nvcc)."""
+    includes, _, abi = _torch_paths(device_type)
+    return [*(arg for path in (*includes, _python()["include"]) for arg in ("-isystem", path)),
             f"-DTORCH_EXTENSION_NAME={name}", "-DTORCH_API_INCLUDE_EXTENSION_H",
             f"-D_GLIBCXX_USE_CXX11_ABI={int(abi)}"]
-
-
-def _torch_link() -> list[str]:
-    _, libraries, _ = _torch_paths()
-    return [*(f"-L{p}" for p in libraries), *(f"-Wl,-rpath,{p}" for p in libraries),
-            "-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python"]
 
 
 BACKEND = ModelNewBackend

@@ -12,7 +12,9 @@
  *     handlers, clone only for threads, no processes, sockets or ptrace. A forbidden call traps
  *     (SIGSYS), which is reported with its number and ends the process.
  * Built with KL_PYTHON (kl_runner_python, for ModelNew kernels only) it keeps root's uid without
- * capabilities and allows the few more calls an embedded interpreter makes (python_rules).
+ * capabilities and allows the few more calls an embedded interpreter makes (python_rules); with
+ * KL_CUDA too (kl_runner_cuda_python) the CUDA deny-list already allows those, and only reading
+ * signal handlers while loading is added to it.
  *
  * Descriptors: 0 /dev/null, 1 and 2 the log; argv: KERNEL ENTRY IN_BYTES OUT_BYTES CMD_FD REPLY_FD
  * IN_FD OUT_FD [FLUSH_BYTES] (commands in, replies out, the inputs' read-only descriptor, the
@@ -254,7 +256,9 @@ static void rule_null_arg(struct filter* f, long nr, int k) {
     emit(f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, TRAP));
     emit(f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, ALLOW));
 }
+#endif
 
+#if defined(KL_PYTHON) && !defined(KL_CUDA)
 /* The extra calls an embedded interpreter makes (runner kl_runner_python only; docs/gate.md,
  * "Python candidates"). Checked before the common rules. */
 static void python_rules(struct filter* f, int loading) {
@@ -353,6 +357,9 @@ static void filter_for_loading(void) {
     rule_arg(&f, SYS_tgkill, 0, 0xffffffffu, &self, 1, ALLOW, TRAP);
     rule_prlimit(&f, self);
     rule(&f, SYS_sched_setaffinity, ERR(EPERM));
+#ifdef KL_PYTHON
+    rule_null_arg(&f, SYS_rt_sigaction, 1); /* the signal module reads every handler; a new one traps */
+#endif
     static const long denied[] = {
         SYS_execve, SYS_execveat, SYS_socket, SYS_socketpair, SYS_connect, SYS_bind, SYS_listen,
         SYS_accept, SYS_accept4, SYS_sendto, SYS_sendmsg, SYS_recvfrom, SYS_recvmsg, SYS_ptrace,
@@ -383,6 +390,9 @@ static void filter_for_running(void) {
     rule(&f, SYS_openat, ERR(EACCES));
     rule_arg(&f, SYS_mmap, 2, PROT_EXEC, &zero, 1, ALLOW, TRAP);
     rule_arg(&f, SYS_mprotect, 2, PROT_EXEC, &zero, 1, ALLOW, TRAP);
+#ifdef KL_PYTHON
+    rule(&f, SYS_rt_sigaction, TRAP); /* handlers are read while loading only, as on the CPU */
+#endif
     emit(&f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, ALLOW));
     install(&f);
 }

@@ -7,14 +7,16 @@ modules and a few harmless ones, and may not name what leads there: private attr
 on ``self``), torch's internals and the standard modules torch's modules re-export
 (``torch.nn.functional.importlib``), dunders other than a class's own set-up (as attributes,
 definitions or strings), ``exec``/``eval``/``open`` and their kin, or ``getattr``-style calls
-whose name is not a literal (a hidden ``getattr(torch, name)``). Each
-finding is a line naming the place; any finding is ``rejected_cheat``.
+whose name is not a literal (a hidden ``getattr(torch, name)``), nor torch's other streams
+and graphs (all work goes on the stream the gate times). Each finding is a line naming the
+place; any finding is ``rejected_cheat``.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from klineage.backends._modelnew_parse import ExtensionError, extension_of
@@ -38,10 +40,17 @@ _INTERNALS = {
 }
 """Attribute names kernel.py may not use on anything but ``self``: the ways from a public torch
 module to its internals or to the interpreter (``torch.nn.functional.importlib``, ...)."""
+_OTHER_STREAMS = {"Stream", "ExternalStream", "StreamContext", "stream", "set_stream", "default_stream",
+                  "CUDAGraph", "graph", "graphs", "make_graphed_callables"}
+"""torch's ways to work off the stream the gate times (another stream, the default one, a graph):
+the CUDA deny-list of native kernels, in Python (on anything but ``self``)."""
 _DUNDER = re.compile(r"^__\w+__$")
 
 
-def forbidden_in_python(source: Path) -> list[str]:
+def forbidden_in_python(source: Path, allowed: Iterable[str] = (),
+                        extra: dict[str, tuple[str, ...]] | None = None) -> list[str]:
+    """Findings in kernel.py, and in its extension's sources by the C checks with the backend's
+    ``extra`` denials (the CUDA one's: other streams, graphs)."""
     try:
         tree = ast.parse(source.read_text(), filename=source.name)
     except SyntaxError as exc:
@@ -51,7 +60,7 @@ def forbidden_in_python(source: Path) -> list[str]:
         problem = _problem(node)
         if problem:
             found.append((node.lineno, f"{source.name}:{node.lineno}: {problem}"))
-    return [text for _, text in sorted(found)] + _in_extension(source)
+    return [text for _, text in sorted(found)] + _in_extension(source, allowed, extra)
 
 
 _CPP_WAYS_OUT = re.compile(
@@ -62,7 +71,8 @@ and TLS (which would hide ops from the trace), loading code, and token pasting t
 any of these from pieces."""
 
 
-def _in_extension(source: Path) -> list[str]:
+def _in_extension(source: Path, allowed: Iterable[str],
+                  extra: dict[str, tuple[str, ...]] | None) -> list[str]:
     """The C++ check of C kernels on each extension source (torch's API is the extension's to
     use: the trace judges its ops), and the ways out of the trace."""
     from klineage.gate.static import FRAMEWORK, forbidden_in_code  # static.py imports this module
@@ -75,7 +85,7 @@ def _in_extension(source: Path) -> list[str]:
     sources = (*extension.cpp_sources, *extension.cuda_sources) if extension else ()
     for index, text in enumerate(sources, 1):
         label = f"{source.name} (load_inline source {index})"
-        found += forbidden_in_code(text.encode(), label, ignore=(FRAMEWORK,))
+        found += forbidden_in_code(text.encode(), label, allowed, extra, ignore=(FRAMEWORK,))
         for number, line in enumerate(text.splitlines(), 1):
             match = _CPP_WAYS_OUT.search(line)
             if match:
@@ -120,4 +130,6 @@ def _attribute_name(name: str, on_self: bool) -> str | None:
         return None if name in _DUNDERS else f"touches {name} (interpreter or dispatch internals)"
     if not on_self and (name.startswith("_") or name in _INTERNALS):
         return f"touches .{name} (torch's dispatch, code loading, or the interpreter's modules)"
+    if not on_self and name in _OTHER_STREAMS:
+        return f"touches .{name} (another stream or a graph: all work goes on the stream the gate times)"
     return None

@@ -116,7 +116,7 @@ def forbidden_in_source(
     """Lines for each call of a denied function the file does not define, and each denied
     include, in a C/C++/CUDA source file; for a Python kernel, ``forbidden_in_python``'s."""
     if source.suffix == ".py":
-        return forbidden_in_python(source)
+        return forbidden_in_python(source, allowed, extra)
     return forbidden_in_code(source.read_bytes(), source.name, allowed, extra)
 
 

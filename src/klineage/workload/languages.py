@@ -27,8 +27,10 @@ LANGUAGES: dict[str, KernelLanguage] = {lang.name: lang for lang in (
     KernelLanguage("cpp", "kernel.cpp", (".cpp",), "cpp", "cpu"),
     KernelLanguage("cuda", "kernel.cu", (".cu",), "cuda", "cuda"),
     KernelLanguage("triton", "kernel.py", (".py",), "python", "triton"),
-    # KernelBench's ModelNew: chosen by kernel.toml (language = "python"), as Triton shares kernel.py
+    # KernelBench's ModelNew: chosen by kernel.toml (language = "python"), as Triton shares kernel.py;
+    # "python_cuda" when its load_inline has cuda_sources (the backend is chosen by language)
     KernelLanguage("python", "kernel.py", (".py",), "python", "modelnew", traced=True),
+    KernelLanguage("python_cuda", "kernel.py", (".py",), "python", "modelnew_cuda", traced=True),
 )}
 
 

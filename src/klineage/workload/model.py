@@ -13,7 +13,7 @@ from klineage.workload.dtypes import dtype_info
 
 __all__ = ["Cost", "KernelSpec", "Language", "TensorSpec", "Tolerance", "Workload"]
 
-Language = Literal["c", "cpp", "cuda", "triton", "python"]
+Language = Literal["c", "cpp", "cuda", "triton", "python", "python_cuda"]
 
 
 class TensorSpec(BaseModel):
