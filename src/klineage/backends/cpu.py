@@ -50,8 +50,8 @@ class CpuBackend:
     denied_symbols: ClassVar[dict[str, tuple[str, ...]]] = {}
     allowed_symbols: ClassVar[tuple[str, ...]] = ()
     runner_name: ClassVar[str] = "kl_runner"
-    runner_defines: ClassVar[tuple[str, ...]] = ()
-    """``_runner.c`` built with these (``-DKL_PYTHON``: the profile of an embedded interpreter)."""
+    runner_flags: ClassVar[tuple[str, ...]] = ()
+    """``_runner.c`` built with these too (``-DKL_PYTHON``: the profile of an embedded interpreter)."""
 
     def unavailable_reason(self) -> str | None:
         try:
@@ -92,7 +92,7 @@ class CpuBackend:
 
     def sandbox_runner(self) -> RunnerSpec:
         path, sha = trusted_build(SANDBOX_SOURCES / "_runner.c", self.runner_name,
-                                  [settings.c_compiler(), "-O2", "-std=gnu11", *self.runner_defines,
+                                  [settings.c_compiler(), "-O2", "-std=gnu11", *self.runner_flags,
                                    "-pthread", "-ldl"])
         # The runner writes this much of its own memory before each call: private caches cold.
         return RunnerSpec(path, sha, (str(2 * _per_core_cache_bytes()),))

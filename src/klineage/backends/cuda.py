@@ -73,7 +73,7 @@ class CudaBackend:
     denied_symbols: ClassVar[dict[str, tuple[str, ...]]] = DENIED_SYMBOLS
     allowed_symbols: ClassVar[tuple[str, ...]] = ALLOWED_SYMBOLS
     runner_name: ClassVar[str] = "kl_runner_cuda"
-    runner_defines: ClassVar[tuple[str, ...]] = ()
+    runner_flags: ClassVar[tuple[str, ...]] = ()
     """``_runner.c`` built with ``-DKL_CUDA`` and these (``-DKL_PYTHON``: an embedded interpreter)."""
 
     def sandbox_env(self, threads: int | None, workload: Workload) -> dict[str, str]:
@@ -85,7 +85,7 @@ class CudaBackend:
 
     def sandbox_runner(self) -> RunnerSpec:
         path, sha = trusted_build(SANDBOX_SOURCES / "_runner.c", self.runner_name,
-                                  [settings.nvcc(), "-O2", "-DKL_CUDA", *self.runner_defines, "-cudart",
+                                  [settings.nvcc(), "-O2", "-DKL_CUDA", *self.runner_flags, "-cudart",
                                    "shared", "-Xcompiler", "-pthread", "-ldl"])
         return RunnerSpec(path, sha)  # the L2 is flushed from the trusted side (one per GPU)
 

@@ -202,7 +202,7 @@ class ModelNewBackend(ModelNewBuild, CpuBackend):
     denied_symbols: ClassVar[dict[str, tuple[str, ...]]] = DENIED_SYMBOLS
     allowed_symbols: ClassVar[tuple[str, ...]] = ALLOWED_SYMBOLS
     runner_name = "kl_runner_python"
-    runner_defines = ("-DKL_PYTHON",)
+    runner_flags = ("-DKL_PYTHON",)
 
     def _refused(self, extension: Extension | None) -> str | None:
         if extension is not None and extension.cuda_sources:

@@ -16,6 +16,8 @@ one backend, so an edit cannot move a run between the CPU and the GPU.
 
 from __future__ import annotations
 
+from functools import cache
+from pathlib import Path
 from typing import ClassVar
 
 from klineage import settings
@@ -26,6 +28,7 @@ from klineage.backends.cuda import ALLOWED_SYMBOLS, DENIED_SYMBOLS, CudaBackend,
 from klineage.backends.modelnew import ALLOWED_SYMBOLS as MODELNEW_ALLOWED
 from klineage.backends.modelnew import DENIED_SYMBOLS as MODELNEW_DENIED
 from klineage.backends.modelnew import ModelNewBuild, torch_compile_flags
+from klineage.errors import ToolchainError
 from klineage.workload.model import Workload
 
 __all__ = ["ModelNewCudaBackend", "cuda_unit", "nvcc_flags"]
@@ -57,7 +60,16 @@ class ModelNewCudaBackend(ModelNewBuild, CudaBackend):
     # atexit: nvcc's registration code in an object file (it becomes __cxa_atexit when linked)
     allowed_symbols: ClassVar[tuple[str, ...]] = (*MODELNEW_ALLOWED, *ALLOWED_SYMBOLS, "atexit")
     runner_name = "kl_runner_cuda_python"
-    runner_defines = ("-DKL_PYTHON",)
+
+    @property
+    def runner_flags(self) -> tuple[str, ...]:
+        # One CUDA runtime in the runner, torch's: torch preloads its own by path
+        # (torch._load_global_deps), so a runner linked to the toolkit's holds two, and the
+        # second's first call runs cuInit again, under the loading filter. As root, cuInit
+        # removes /dev/char/195:255 and /dev/char/238:0 (seen on the H200, 2026-12-02: the
+        # runner trapped unlink while loading; torch's first CUDA call alone made those
+        # removes). Not yet run on a GPU with this rpath.
+        return ("-DKL_PYTHON", "-Xlinker", f"-rpath={_torch_cuda_runtime_dir()}")
 
     def toolchain(self) -> dict[str, str]:
         """nvcc's version, and the host compilers' (the C++ part and the shim)."""
@@ -75,6 +87,19 @@ class ModelNewCudaBackend(ModelNewBuild, CudaBackend):
         # Lazy: eager loading would put all of libtorch_cuda's kernels on the GPU at every runner
         # start; the host's warm-up launches every kernel the calls use before the final filter.
         return {**super().sandbox_env(threads, workload), "CUDA_MODULE_LOADING": "LAZY"}
+
+
+@cache
+def _torch_cuda_runtime_dir() -> str:
+    """The folder of the CUDA runtime torch has loaded into this process."""
+    import torch
+
+    torch.cuda.init()
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        fields = line.split(maxsplit=5)
+        if len(fields) == 6 and "/libcudart.so" in fields[5]:
+            return str(Path(fields[5]).parent)
+    raise ToolchainError("torch loaded no CUDA runtime (a CPU build of torch?)")
 
 
 def cuda_unit(extension: Extension) -> str:
