@@ -165,3 +165,17 @@ def test_other_streams_are_caught_statically_in_kernel_py_and_in_cuda_sources(tm
     assert len(found) == 1 and "calls cudaStreamCreate() (work on a stream other than" in found[0], found
     # spelled through a macro, it is the object's symbols that show it (tests/gpu)
     assert forbidden_in_source(CUDA_KERNELS / "own_stream" / "kernel.py", (), denied) == []
+
+
+def test_an_extension_may_include_torchs_headers_and_a_c_kernel_may_not(tmp_path):
+    # KernelBench solutions open their sources with torch/extension.h: the trace judges what they
+    # call through it. A vendor library's header stays refused, and a plain kernel gets no torch.
+    honest = (KERNELS / "honest_relu" / "kernel.py").read_text()
+    (tmp_path / "kernel.py").write_text(honest.replace(
+        'RELU_SOURCE = """\n', 'RELU_SOURCE = """\n#include <torch/extension.h>\n#include <ATen/ATen.h>\n'
+                              '#include <cblas.h>\n'))
+    found = forbidden_in_source(tmp_path / "kernel.py")
+    assert len(found) == 1 and "includes <cblas.h>" in found[0], found
+    (tmp_path / "kernel.c").write_text("#include <torch/extension.h>\nint kl_launch(void) { return 0; }\n")
+    found = forbidden_in_source(tmp_path / "kernel.c")
+    assert len(found) == 1 and "includes <torch/extension.h>" in found[0], found

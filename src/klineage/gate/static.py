@@ -75,8 +75,11 @@ DENIED: dict[str, tuple[str, ...]] = {
     "the Python interpreter (which holds the reference)": ("Py*", "_Py*"),
 }
 
-_DENY_INCLUDES = ("Python.h", "cblas.h", "cublas*", "cudnn*", "dlfcn.h", "sys/socket.h",
-                  "netinet/*", "torch/*", "ATen/*")
+_DENY_INCLUDES = {
+    "not allowed in kernels": ("Python.h", "cblas.h", "cublas*", "cudnn*", "dlfcn.h", "sys/socket.h",
+                               "netinet/*"),
+    FRAMEWORK: ("torch/*", "ATen/*"),  # a ModelNew's extension ignores this reason: torch is its API
+}
 
 
 def _denial(name: str, extra: dict[str, tuple[str, ...]]) -> str | None:
@@ -145,8 +148,10 @@ def forbidden_in_code(
         elif node.type == "preproc_include":
             path = node.child_by_field_name("path")
             target = path.text.decode(errors="replace").strip("<>\"") if path is not None else ""
-            if any(fnmatch.fnmatchcase(target, p) for p in _DENY_INCLUDES) and target not in allowed:
-                found.append(f"{label}:{line}: includes <{target}> (not allowed in kernels)")
+            why = next((why for why, patterns in _DENY_INCLUDES.items()
+                        if any(fnmatch.fnmatchcase(target, p) for p in patterns)), None)
+            if why and why not in ignore and target not in allowed:
+                found.append(f"{label}:{line}: includes <{target}> ({why})")
     return sorted(found, key=lambda s: int(s.split(":")[1]))
 
 
