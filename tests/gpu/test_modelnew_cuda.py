@@ -29,7 +29,7 @@ LOADING = pytest.mark.xfail(reason=(
     "not yet passed on the H200: on 2026-12-02 every runner that loads torch's CUDA trapped "
     "unlink while loading (libcuda's cuInit as root removes /dev/char nodes); the runner now "
     "links torch's own CUDA runtime, not yet run on a GPU (own_stream passed: it stops before "
-    "loading)"), strict=False)
+    "loading); strict, so the run that passes them says to remove this mark"), strict=True)
 """The three kernels that reach the runner (own_stream is refused before it)."""
 
 
