@@ -213,3 +213,14 @@ def test_a_bench_on_an_imported_workload_reports_its_speedup_over_eager_torch(tm
     (row,) = json.loads((result.run.path / "kernelbench.json").read_text())["results"]
     assert row["correctness"] and row["ref_runtime_ms"] > 0 and row["runtime_ms"] > 0
     assert math.isclose(row["speedup_over_eager"], row["ref_runtime_ms"] / row["runtime_ms"])
+
+
+def test_a_judged_number_far_from_its_runs_own_is_flagged():
+    from klineage.bench.run import disagreement
+
+    # bench_cpu-2026-12-02-fixed.md: a threaded rmsnorm judged under another process's load
+    note = disagreement(1.28, 4.22)
+    assert note and "judged 1.28x side by side but 4.22x in its own run" in note and "re-run" in note
+    assert disagreement(4.22, 1.28)  # either way round
+    assert disagreement(1.66, 3.23) is None  # ordinary noise on 2 shared cores
+    assert disagreement(None, 4.0) is None and disagreement(2.0, None) is None

@@ -297,8 +297,28 @@ def _judge_side_by_side(run: Run, workload: Workload, start_spec: Any, rows: lis
             continue
         row["run_speedup"] = row["speedup_vs_start"]
         speedup = judged[row["best_state"]] or row["run_speedup"]
+        note = disagreement(speedup, row["run_speedup"])
+        if note:
+            row["reason"] += f" ({note})"
+            say(f"{workload.name}, {row['method']}: {note}")
         row.update(speedup_vs_start=speedup, speedup_vs_expert=speedup * factor if factor else None,
                    best_ms=row["start_ms"] / speedup if row["start_ms"] else None)
+
+
+DISAGREEMENT = 2.0
+"""How far apart (a factor) a kernel's judged number and its run's own may be before the row says
+so: on 2 shared cores they were 1.66x and 3.23x for one kernel (ordinary noise, under it), and
+1.28x against 4.22x for a threaded kernel judged while another process compiled (over it)."""
+
+
+def disagreement(judged: float | None, run: float | None) -> str | None:
+    """What a row says when its side-by-side number and its run's own are more than
+    ``DISAGREEMENT`` apart: the gate's load checks did not trip, but one of the two numbers was
+    measured on a machine doing something else."""
+    if not judged or not run or max(judged / run, run / judged) <= DISAGREEMENT:
+        return None
+    return (f"judged {judged:.2f}x side by side but {run:.2f}x in its own run, more than "
+            f"{DISAGREEMENT:g}x apart: another process may have shared the machine; re-run this workload")
 
 
 def _private_library(run: Run, workload: str, method: str, repeat: int,
