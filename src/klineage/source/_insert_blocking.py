@@ -151,8 +151,9 @@ def _why_not_unit(loop) -> str | None:
 def _pragma_in_the_way(parsed: Parsed, outer, inner) -> str | None:
     body = outer.child_by_field_name("body")
     between = [c for c in body.named_children if c.type == "preproc_call"]
+    known = pragmas(body) if between else []  # which of them are #pragma lines (one walk)
     for pragma in between:
-        if pragma not in pragmas(body) or not _about_its_own_iterations(pragma_text(pragma)):
+        if pragma not in known or not _about_its_own_iterations(pragma_text(pragma)):
             return (f"'{parsed.text_of(pragma).strip()}' sits on the inner loop: only a pragma about "
                     "that loop's own iterations (omp simd without collapse, ordered or data clauses, "
                     "GCC ivdep, GCC unroll) stays on it in each tile")
