@@ -6,7 +6,10 @@ compile, the static checks and the compile errors (the gate itself: tests/gpu)."
 
 from __future__ import annotations
 
+import json
+import tempfile
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -179,3 +182,34 @@ def test_an_extension_may_include_torchs_headers_and_a_c_kernel_may_not(tmp_path
     (tmp_path / "kernel.c").write_text("#include <torch/extension.h>\nint kl_launch(void) { return 0; }\n")
     found = forbidden_in_source(tmp_path / "kernel.c")
     assert len(found) == 1 and "includes <torch/extension.h>" in found[0], found
+
+
+def test_the_runner_reads_its_own_copy_of_the_workload(relu):
+    # As nobody (the CUDA runner) it could not read a workload in a private folder; the copy is
+    # what the host loads, on the CPU too, so this runs everywhere.
+    backend = backend_for("python")
+    files = {p.name for p in backend.sandbox_files(relu)}
+    assert {"reference.py", "1_relu.py"} <= files
+    spec = json.loads(backend.sandbox_env(1, relu)["KL_MODELNEW"])
+    assert spec["reference"] == "workload/reference.py"
+
+
+def test_a_root_gate_refuses_a_cuda_runner_nobody_could_start():
+    # The CUDA ModelNew runner becomes nobody: an interpreter only root can read is named.
+    # Outside pytest's folders, which only their owner may enter.
+    with tempfile.TemporaryDirectory() as top:
+        root = Path(top)
+        folder = root / "python" / "lib"
+        folder.mkdir(parents=True)
+        library = folder / "libpython.so"
+        library.write_bytes(b"")
+        for path in (root, root / "python", folder):
+            path.chmod(0o755)
+        library.chmod(0o644)
+        assert modelnew_cuda._first_unreadable_by_others([library]) is None
+        (root / "python").chmod(0o750)
+        assert modelnew_cuda._first_unreadable_by_others([library]) == \
+            f"{root / 'python'} (others may not enter it)"
+        (root / "python").chmod(0o755)
+        library.chmod(0o640)
+        assert modelnew_cuda._first_unreadable_by_others([library]) == f"{library} (others may not read it)"

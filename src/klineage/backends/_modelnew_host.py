@@ -82,7 +82,9 @@ def _load_inline(*args, **kwargs):
 
 
 def _reference():
-    spec = importlib.util.spec_from_file_location("klineage_reference", SPEC["reference"])
+    # the sandbox's copy, in the runner's folder (its working directory)
+    path = os.path.join(os.getcwd(), SPEC["reference"])
+    spec = importlib.util.spec_from_file_location("klineage_reference", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     if not hasattr(module, "init_inputs"):

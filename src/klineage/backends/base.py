@@ -43,6 +43,10 @@ class BuildResult:
         return data
 
 
+SANDBOX_WORKLOAD = "workload"
+"""The folder, in the runner's working directory, that holds its copies of ``sandbox_files``."""
+
+
 @dataclass(frozen=True)
 class RunnerSpec:
     """A built sandbox runner (``gate/_runner.c`` for one backend) and the arguments it takes
@@ -191,6 +195,11 @@ class Backend(Protocol):
     def sandbox_env(self, threads: int | None, workload: Workload) -> dict[str, str]:
         """The whole environment of a sandboxed runner for one workload's job (nothing of ours
         is inherited)."""
+
+    def sandbox_files(self, workload: Workload) -> tuple[Path, ...]:
+        """Workload files the runner reads itself (a ModelNew's reference builds its model),
+        copied read-only into the runner's folder, ``workload/``: the runner may not be able to
+        read the workload where it is (it runs as nobody). None for a native kernel."""
 
     def sandbox_runner(self) -> RunnerSpec:
         """The runner built for this backend (our code, hash-checked before each start)."""

@@ -90,6 +90,9 @@ class CpuBackend:
     def default_threads(self, kernel: KernelSpec) -> int | None:
         return kernel.threads or len(os.sched_getaffinity(0))
 
+    def sandbox_files(self, workload: Workload) -> tuple[Path, ...]:
+        return ()
+
     def sandbox_runner(self) -> RunnerSpec:
         path, sha = trusted_build(SANDBOX_SOURCES / "_runner.c", self.runner_name,
                                   [settings.c_compiler(), "-O2", "-std=gnu11", *self.runner_flags,

@@ -83,6 +83,9 @@ class CudaBackend:
             env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
         return env
 
+    def sandbox_files(self, workload: Workload) -> tuple[Path, ...]:
+        return ()
+
     def sandbox_runner(self) -> RunnerSpec:
         path, sha = trusted_build(SANDBOX_SOURCES / "_runner.c", self.runner_name,
                                   [settings.nvcc(), "-O2", "-DKL_CUDA", *self.runner_flags, "-cudart",

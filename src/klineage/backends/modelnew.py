@@ -37,13 +37,13 @@ from klineage.backends._build_cache import (
     system_call_sites,
 )
 from klineage.backends._modelnew_parse import Extension, ExtensionError, extension_of
-from klineage.backends.base import BuildResult
+from klineage.backends.base import SANDBOX_WORKLOAD, BuildResult
 from klineage.backends.cpu import CpuBackend
 from klineage.errors import ToolchainError
 from klineage.workload.model import KernelSpec, Workload
 
 __all__ = ["ALLOWED_SYMBOLS", "DENIED_SYMBOLS", "TRACE_ENV", "ModelNewBackend", "ModelNewBuild",
-           "torch_compile_flags"]
+           "embedded_python", "torch_compile_flags"]
 
 TRACE_ENV = "KL_MODELNEW_TRACE"
 """Set in a runner's environment to a secret token: the host records the forward's aten ops and
@@ -94,8 +94,8 @@ class ModelNewBuild:
             toolchain = self.toolchain()
         except ToolchainError as exc:  # a compiler this kernel needs is missing
             return _failed(kernel.source_hash(), str(exc))
-        key = _key(kernel.source_hash(), _HOST.read_bytes(), _SHIM.read_bytes(), json.dumps(_python()),
-                   json.dumps(toolchain), self.platform())
+        key = _key(kernel.source_hash(), _HOST.read_bytes(), _SHIM.read_bytes(),
+                   json.dumps(embedded_python()), json.dumps(toolchain), self.platform())
         try:
             extension = extension_of(kernel.source)
         except (ExtensionError, SyntaxError) as exc:
@@ -115,7 +115,7 @@ class ModelNewBuild:
             kept = [out.parent / o.artifact.name for o in objects if o.artifact]
             for obj, copy in zip(objects, kept, strict=True):  # kept beside the shim for the checks
                 shutil.copyfile(obj.artifact, copy)
-            python = _python()
+            python = embedded_python()
             return [settings.cxx_compiler(), "-O2", "-fPIC", "-shared", f"-I{out.parent}",
                     f"-I{python['include']}", "-x", "c", str(_SHIM), "-x", "none", *map(str, kept),
                     "-o", str(out), *self._torch_link(), python["library"],
@@ -139,7 +139,8 @@ class ModelNewBuild:
                   report: Callable[[str], dict[str, Any]] | None = None) -> BuildResult:
         """One translation unit compiled to an object, cached by its text, flags and toolchain
         alone (kernels sharing an extension compile it once)."""
-        key = _key(text.encode(), compiler, *flags, json.dumps(self.toolchain()), _python()["version"])
+        key = _key(text.encode(), compiler, *flags, json.dumps(self.toolchain()),
+                   embedded_python()["version"])
 
         def command(out: Path) -> list[str]:
             source = out.parent / unit
@@ -176,6 +177,12 @@ class ModelNewBuild:
             return super().system_call_sites(artifact)
         return [site for obj in sorted(artifact.parent.glob(_OBJECTS)) for site in system_call_sites(obj)]
 
+    def sandbox_files(self, workload: Workload) -> tuple[Path, ...]:
+        """The reference and the Python files beside it (an imported problem's original, which
+        it runs): the host builds the models from them."""
+        folder = workload.reference_path.parent
+        return tuple(sorted({workload.reference_path, *folder.glob("*.py")}))
+
     def sandbox_env(self, threads: int | None, workload: Workload) -> dict[str, str]:
         """The device runner's environment and what the host needs: the workload's tensors, the
         sizes the gate calls (a ModelNew is built for each before the final filter), the
@@ -183,7 +190,8 @@ class ModelNewBuild:
         shapes = [{"axes": axes, "inputs": [list(t.dims(axes)) for t in workload.inputs],
                    "outputs": [list(t.dims(axes)) for t in workload.outputs]}
                   for axes in _unique(workload.shapes())]
-        spec = {"reference": str(workload.reference_path), "threads": threads or 1,
+        spec = {"reference": f"{SANDBOX_WORKLOAD}/{workload.reference_path.name}",
+                "threads": threads or 1,
                 "device": self.device_type,
                 "inputs": [[t.name, t.dtype] for t in workload.inputs],
                 "outputs": [[t.name, t.dtype] for t in workload.outputs],
@@ -245,7 +253,7 @@ def _c_bytes(text: str) -> str:
 
 
 def _config(kernel_source: str, extension: str) -> str:
-    python = _python()
+    python = embedded_python()
     values = {"KL_HOST_SOURCE": _HOST.read_text(), "KL_KERNEL_SOURCE": kernel_source,
               "KL_EXTENSION": extension, "KL_PYTHON_HOME": python["home"],
               "KL_SEARCH_PATH": "\n".join(python["path"]),
@@ -258,7 +266,7 @@ def _config(kernel_source: str, extension: str) -> str:
 
 
 @cache
-def _python() -> dict:
+def embedded_python() -> dict:
     """This interpreter, which the runner embeds: its headers, shared library and module path
     (the trusted side's own, without the working directory)."""
     libdir = Path(sysconfig.get_config_var("LIBDIR") or sys.base_prefix)
@@ -289,7 +297,7 @@ def _torch_paths(device_type: str) -> tuple[list[str], list[str], bool]:
 def torch_compile_flags(name: str, device_type: str) -> list[str]:
     """The flags load_inline gives both of an extension's compilers (g++ and nvcc)."""
     includes, _, abi = _torch_paths(device_type)
-    return [*(arg for path in (*includes, _python()["include"]) for arg in ("-isystem", path)),
+    return [*(arg for path in (*includes, embedded_python()["include"]) for arg in ("-isystem", path)),
             f"-DTORCH_EXTENSION_NAME={name}", "-DTORCH_API_INCLUDE_EXTENSION_H",
             f"-D_GLIBCXX_USE_CXX11_ABI={int(abi)}"]
 

@@ -16,6 +16,9 @@ one backend, so an edit cannot move a run between the CPU and the GPU.
 
 from __future__ import annotations
 
+import os
+import stat
+import sysconfig
 from functools import cache
 from pathlib import Path
 from typing import ClassVar
@@ -27,7 +30,7 @@ from klineage.backends.cpu import CpuBackend
 from klineage.backends.cuda import ALLOWED_SYMBOLS, DENIED_SYMBOLS, CudaBackend, _gencode, parse_ptxas_report
 from klineage.backends.modelnew import ALLOWED_SYMBOLS as MODELNEW_ALLOWED
 from klineage.backends.modelnew import DENIED_SYMBOLS as MODELNEW_DENIED
-from klineage.backends.modelnew import ModelNewBuild, torch_compile_flags
+from klineage.backends.modelnew import ModelNewBuild, embedded_python, torch_compile_flags
 from klineage.errors import ToolchainError
 from klineage.workload.model import Workload
 
@@ -71,6 +74,16 @@ class ModelNewCudaBackend(ModelNewBuild, CudaBackend):
         # removes). Not yet run on a GPU with this rpath.
         return ("-DKL_PYTHON", "-Xlinker", f"-rpath={_torch_cuda_runtime_dir()}")
 
+    def unavailable_reason(self) -> str | None:
+        reason = super().unavailable_reason()
+        if reason is None and os.geteuid() == 0:
+            unreadable = _first_unreadable_by_others(_interpreter_paths())
+            if unreadable:
+                return (f"the CUDA ModelNew runner runs as nobody (as root, the CUDA driver changes "
+                        f"/dev nodes, and the CUDA filters are a deny-list), and nobody cannot read "
+                        f"{unreadable}: install Python and torch where other users can read them")
+        return reason
+
     def toolchain(self) -> dict[str, str]:
         """nvcc's version, and the host compilers' (the C++ part and the shim)."""
         return {**super().toolchain(), **CpuBackend().toolchain()}
@@ -100,6 +113,32 @@ def _torch_cuda_runtime_dir() -> str:
         if len(fields) == 6 and "/libcudart.so" in fields[5]:
             return str(Path(fields[5]).parent)
     raise ToolchainError("torch loaded no CUDA runtime (a CPU build of torch?)")
+
+
+def _interpreter_paths() -> list[Path]:
+    """What the runner's embedded interpreter must read: libpython, the standard library, torch
+    and the CUDA runtime it loads."""
+    import torch
+
+    python = embedded_python()
+    return [Path(python["library"]), Path(sysconfig.get_paths()["stdlib"]), Path(torch.__file__).parent,
+            Path(_torch_cuda_runtime_dir())]
+
+
+def _first_unreadable_by_others(paths: list[Path]) -> str | None:
+    """The first of these (or a folder above one) that a user owning none of them cannot read:
+    a folder without search permission for others, or the path itself without read permission
+    (and search, for a folder). Group bits are not counted: nobody's group owns nothing here."""
+    for path in paths:
+        path = path.resolve()
+        for folder in reversed(path.parents):
+            if not folder.stat().st_mode & stat.S_IXOTH:
+                return f"{folder} (others may not enter it)"
+        mode = path.stat().st_mode
+        needed = stat.S_IROTH | (stat.S_IXOTH if stat.S_ISDIR(mode) else 0)
+        if mode & needed != needed:
+            return f"{path} (others may not read it)"
+    return None
 
 
 def cuda_unit(extension: Extension) -> str:

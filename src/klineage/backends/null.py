@@ -79,6 +79,9 @@ class NullBackend:
         return {"KLINEAGE_NULL_WORKLOAD": str(workload.root), "PATH": "/usr/bin:/bin",
                 "LC_ALL": "C", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
 
+    def sandbox_files(self, workload: Workload) -> tuple[Path, ...]:
+        return ()
+
     def sandbox_runner(self) -> RunnerSpec:
         source = (Path(__file__).parent / "_null_runner.py").read_text()
         path, sha = _artifact_text(f"#!{sys.executable}\n{source}", "runner.py")

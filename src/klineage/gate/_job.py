@@ -91,10 +91,11 @@ def _run_job(workload: Workload, backend: Backend, job: GateJob,
              progress: Callable[[str, str], None]) -> JobResult:
     threads = job.threads or 1
     runner, env = backend.sandbox_runner(), backend.sandbox_env(threads, workload)
+    files = backend.sandbox_files(workload)
 
     def start(artifact: Path, sha256: str, entry: str) -> Callable[[Arena, Arena], Candidate]:
         return lambda ins, outs: Candidate(runner, (artifact, sha256), entry, ins, outs, threads,
-                                           memory_bytes, stall_s, env)
+                                           memory_bytes, stall_s, env, files)
 
     device = backend.open_device(threads)
     session = TrustedSession(workload, device, job.seeds, threads, progress, job.timing,

@@ -76,7 +76,8 @@ def _candidate_ops(workload: Workload, backend: Backend, build: BuildResult,
     candidate = None
     try:
         candidate = Candidate(backend.sandbox_runner(), (build.artifact, build.artifact_sha256),
-                              "kl_launch", inputs, outputs, 1, memory, limits.stall_s, env)
+                              "kl_launch", inputs, outputs, 1, memory, limits.stall_s, env,
+                              backend.sandbox_files(workload))
         log = candidate.log_tail(limit=1 << 20)
     finally:
         if candidate is not None:

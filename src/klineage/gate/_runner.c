@@ -13,8 +13,8 @@
  *     (SIGSYS), which is reported with its number and ends the process.
  * Built with KL_PYTHON (kl_runner_python, for ModelNew kernels only) it keeps root's uid without
  * capabilities and allows the few more calls an embedded interpreter makes (python_rules); with
- * KL_CUDA too (kl_runner_cuda_python) the CUDA deny-list already allows those, and only reading
- * signal handlers while loading is added to it.
+ * KL_CUDA too (kl_runner_cuda_python) it becomes nobody like the CUDA runner, the CUDA deny-list
+ * already allows those calls, and only reading signal handlers while loading is added to it.
  *
  * Descriptors: 0 /dev/null, 1 and 2 the log; argv: KERNEL ENTRY IN_BYTES OUT_BYTES CMD_FD REPLY_FD
  * IN_FD OUT_FD [FLUSH_BYTES] (commands in, replies out, the inputs' read-only descriptor, the
@@ -374,6 +374,16 @@ static void filter_for_loading(void) {
         SYS_creat, SYS_unlink, SYS_rename, SYS_mkdir, SYS_rmdir, SYS_symlink, SYS_link,
 #endif
         SYS_unlinkat, SYS_renameat, SYS_renameat2, SYS_mkdirat, SYS_symlinkat, SYS_linkat,
+        /* metadata: a file's owner may change it without any capability */
+#ifdef SYS_chmod
+        SYS_chmod, SYS_chown, SYS_lchown, SYS_utime, SYS_utimes, SYS_futimesat, SYS_mknod,
+#endif
+        SYS_truncate, SYS_fchmod, SYS_fchmodat, SYS_fchown, SYS_fchownat, SYS_utimensat,
+        SYS_mknodat, SYS_setxattr, SYS_lsetxattr, SYS_fsetxattr, SYS_removexattr,
+        SYS_lremovexattr, SYS_fremovexattr,
+#ifdef SYS_fchmodat2
+        SYS_fchmodat2,
+#endif
     };
     for (size_t i = 0; i < sizeof denied / sizeof denied[0]; i++) rule(&f, denied[i], TRAP);
     emit(&f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, ALLOW));
@@ -459,9 +469,14 @@ static char* map_arena(int fd, size_t bytes, int prot) {
 #endif
 
 static void drop_privileges(void) {
-#ifdef KL_PYTHON
+#if defined(KL_PYTHON) && !defined(KL_CUDA)
     /* The interpreter may live where only its owner can read (/root/.pyenv): as root, keep the
-     * user and drop every capability instead, so only files root owns stay readable. */
+     * user and drop every capability instead, so only files root owns stay readable. The CPU
+     * filters are an allow-list (read-only opens, no metadata changes), which is what makes a
+     * capability-less root safe there. The CUDA filters are a deny-list, and the driver as root
+     * rewrites /dev/char nodes on every runtime's first call: with CUDA the runner is nobody,
+     * before the driver starts, and the trusted side checks nobody can read the interpreter
+     * (backends/modelnew_cuda.py). */
     if (geteuid() == 0) {
         struct __user_cap_header_struct head = {_LINUX_CAPABILITY_VERSION_3, 0};
         struct __user_cap_data_struct none[2];

@@ -29,7 +29,7 @@ from functools import cache
 from pathlib import Path
 
 from klineage.backends._arenas import CudaArena, HostArena
-from klineage.backends.base import RunnerSpec
+from klineage.backends.base import SANDBOX_WORKLOAD, RunnerSpec
 from klineage.errors import WorkerError
 
 __all__ = ["Arena", "CallResult", "Candidate", "CandidateFailed", "Limits", "guard_this_process",
@@ -93,13 +93,24 @@ def private_copy(artifact: Path, sha256: str, folder: Path) -> Path:
     return target
 
 
+def _copy_workload_files(files: tuple[Path, ...], folder: Path) -> None:
+    """The backend's ``sandbox_files``, read-only, where the runner (as nobody) can read them."""
+    if not files:
+        return
+    folder.mkdir(mode=0o755)
+    for path in files:
+        target = folder / path.name
+        shutil.copyfile(path, target)
+        target.chmod(0o444)
+
+
 class Candidate:
     """One runner process holding one kernel. ``close`` kills its whole process group,
     whatever happened; the session that made it always calls it."""
 
     def __init__(self, runner: RunnerSpec, kernel: tuple[Path, str], entry: str, inputs: Arena,
                  outputs: Arena, threads: int, memory_bytes: int | None, stall_s: float,
-                 env: dict[str, str]):
+                 env: dict[str, str], files: tuple[Path, ...] = ()):
         guard_this_process()
         self.stall_s, self.threads, self.memory_bytes = stall_s, threads, memory_bytes
         self._folder = Path(tempfile.mkdtemp(prefix="klineage-candidate-"))
@@ -107,6 +118,7 @@ class Candidate:
         library = private_copy(*kernel, self._folder)
         program = private_copy(runner.path, runner.sha256, self._folder)
         program.chmod(0o555)
+        _copy_workload_files(files, self._folder / SANDBOX_WORKLOAD)
         command_r, self._command = os.pipe()
         self._reply, reply_w = os.pipe()
         in_arg, in_fds = inputs.runner_handle(read_only=True)
