@@ -88,6 +88,24 @@ def test_the_sandbox_alone_stops_what_the_static_check_stops(name, axpy):
     assert result.outcome in allowed, f"{CATALOGUE[name]['why']}\n{result.reason}"
 
 
+def test_a_trapped_call_is_named_with_where_it_came_from(axpy):
+    # The runner writes the trapped call's stack to its log; the reason names the kernel's
+    # function that made it (libc's fork wrapper and the runner's handler left out).
+    kernel = load_kernel(axpy, _folder("exec_fork"))
+    backend = backend_for(kernel.language)
+    build = backend.build(kernel)
+    assert build.ok, build.log
+    timing = TimingPlan(trials=2, target_trial_s=0.005, warmup_s=0.01, max_reps=50, min_sets=3,
+                        max_sets=3, max_footprint_bytes=1 << 30, cache_bytes=0, compare_s=0.5,
+                        min_pairs=12, max_pairs=100, seed=7)
+    job = GateJob(mode="gate", threads=1, seeds=[0, 1, 4242], timing=timing)
+    result = run_sandboxed(axpy, backend, job, [(build, kernel.entry)], 5.0, 1 << 30,
+                           lambda stage, detail: None)
+    assert result.outcome == "rejected_cheat", result.reason
+    assert "(clone)" in result.reason and f"called from {build.artifact.name}(kl_launch)" in result.reason, \
+        result.reason
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", CUDA)
 def test_cuda_kernels_get_their_verdict(name):

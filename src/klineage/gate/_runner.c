@@ -24,10 +24,12 @@
  *   P offset length prot(0|3)                                            ->  K
  *   Q                                                                     ->  (exit 0)
  * On start: "READY in_base out_base" (addresses, to name what a fault hit) or "E message". A fatal signal: "S signo address syscall peak_rss_kib".
+ * A trapped call also writes its stack to the log, after a KL_TRAP_STACK line.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/audit.h>
@@ -58,6 +60,7 @@
 static int CMD_FD, REPLY_FD, IN_FD, OUT_FD; /* given on the command line */
 #define MAX_ARGS 64
 #define NOBODY 65534
+#define TRAP_STACK "KL_TRAP_STACK" /* gate/sandbox.py reads the frames after this line */
 
 #if defined(__x86_64__)
 #define KL_AUDIT_ARCH AUDIT_ARCH_X86_64
@@ -106,10 +109,18 @@ static void on_fatal(int signo, siginfo_t* info, void* context) {
     long peak_kib = getrusage(RUSAGE_SELF, &usage) == 0 ? usage.ru_maxrss : -1;
     int n = snprintf(line, sizeof line, "S %d %p %d %ld\n", signo, info->si_addr, nr, peak_kib);
     if (n > 0) (void)!write(REPLY_FD, line, (size_t)n);
+    if (signo == SIGSYS) { /* who made the call, for the verdict's reason (the log is only a hint) */
+        void* frames[40];
+        static const char head[] = "\n" TRAP_STACK "\n";
+        (void)!write(2, head, sizeof head - 1);
+        backtrace_symbols_fd(frames, backtrace(frames, 40), 2);
+    }
     _exit(128 + signo);
 }
 
 static void catch_fatal_signals(void) {
+    void* frame;
+    backtrace(&frame, 1); /* loads the unwinder now: the handler runs where nothing can be opened */
     static char alt[1 << 16];
     stack_t stack = {.ss_sp = alt, .ss_size = sizeof alt};
     sigaltstack(&stack, NULL);

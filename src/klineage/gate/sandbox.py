@@ -17,6 +17,7 @@ import contextlib
 import ctypes
 import hashlib
 import os
+import re
 import resource
 import select
 import shutil
@@ -265,8 +266,10 @@ class Candidate:
         if name == "SIGSYS":
             nr = int(syscall) if syscall.lstrip("-").isdigit() else -1
             call = _SYSCALL_NAMES_X86_64.get(nr, f"number {nr}")
+            site = _trap_site(self.log_tail(limit=1 << 16))
             raise CandidateFailed("rejected_cheat", f"{step}: the kernel made a system call that "
-                                  f"kernels may not make ({call}); the sandbox stopped it")
+                                  f"kernels may not make ({call}); the sandbox stopped it"
+                                  + (f" (called from {site})" if site else ""))
         fault = int(address, 16) if address.startswith("0x") else None
         if fault is not None and self.in_base <= fault < self.in_base + self.in_bytes:
             raise CandidateFailed("incorrect", f"{step}: the kernel wrote to an input (inputs "
@@ -295,6 +298,33 @@ class Candidate:
         if self.out_base <= address < self.out_base + self.out_bytes:
             return "it wrote outside its outputs, into a guard page"
         return f"at address {address:#x}"
+
+
+_TRAP_STACK = "KL_TRAP_STACK"  # _runner.c's line before a trapped call's frames
+_FRAME = re.compile(r"^(?P<file>[^\s()\[]+)(?:\((?P<symbol>[^)+]*)(?:\+0x[0-9a-f]+)?\))?\s*\[0x[0-9a-f]+\]$")
+
+
+def _trap_site(log: str, libraries: int = 4) -> str:
+    """Where a trapped call came from, from its stack (the runner wrote it to the log): the
+    innermost libraries, each with the function it was entered by where it exports one, less
+    the runner's handler and libc's wrappers. A hint for the kernel's author only: the kernel
+    can write the log too."""
+    _, marker, stack = log.rpartition(_TRAP_STACK)
+    if not marker:
+        return ""
+    runs: list[tuple[str, str]] = []  # (library, the outermost named function in it)
+    for line in stack.splitlines():
+        found = _FRAME.match(line.strip())
+        if not found:
+            continue
+        library = Path(found["file"]).name
+        if library.startswith(("kl_runner", "libc.so")):
+            continue
+        if not runs or runs[-1][0] != library:
+            runs.append((library, ""))
+        if found["symbol"]:
+            runs[-1] = (library, found["symbol"])
+    return " <- ".join(f"{lib}({name})" if name else lib for lib, name in runs[:libraries])
 
 
 @cache
