@@ -351,6 +351,14 @@ static void filter_for_running(void) {
  * sockets, ptrace, signal handlers, file system changes; while loading, read-only opens; from
  * the first call on, no opens and no new executable memory. The driver's descriptors are the
  * only ones open besides ours. */
+#ifdef KL_PYTHON
+static const long device_links[] = {
+#ifdef SYS_unlink
+    SYS_unlink, SYS_symlink,
+#endif
+    SYS_unlinkat, SYS_symlinkat};
+#endif
+
 static void filter_for_loading(void) {
     static struct filter f;
     header(&f);
@@ -370,6 +378,11 @@ static void filter_for_loading(void) {
     rule(&f, SYS_sched_setaffinity, ERR(EPERM));
 #ifdef KL_PYTHON
     rule_null_arg(&f, SYS_rt_sigaction, 1); /* the signal module reads every handler; a new one traps */
+    /* torch counts GPUs through NVML (ctypes), and nvmlInit, as any user, replaces the
+     * /dev/char links to the GPU's nodes (unlink, then symlink; seen on the H200): refused as
+     * the kernel refuses nobody there. Nothing is changed; from the first call on they trap. */
+    for (size_t i = 0; i < sizeof device_links / sizeof device_links[0]; i++)
+        rule(&f, device_links[i], ERR(EACCES));
 #endif
     static const long denied[] = {
         SYS_execve, SYS_execveat, SYS_socket, SYS_socketpair, SYS_connect, SYS_bind, SYS_listen,
@@ -413,6 +426,8 @@ static void filter_for_running(void) {
     rule_arg(&f, SYS_mprotect, 2, PROT_EXEC, &zero, 1, ALLOW, TRAP);
 #ifdef KL_PYTHON
     rule(&f, SYS_rt_sigaction, TRAP); /* handlers are read while loading only, as on the CPU */
+    for (size_t i = 0; i < sizeof device_links / sizeof device_links[0]; i++)
+        rule(&f, device_links[i], TRAP); /* a trap outranks the first filter's refusal */
 #endif
     emit(&f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, ALLOW));
     install(&f);
