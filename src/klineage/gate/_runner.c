@@ -351,13 +351,22 @@ static void filter_for_running(void) {
  * sockets, ptrace, signal handlers, file system changes; while loading, read-only opens; from
  * the first call on, no opens and no new executable memory. The driver's descriptors are the
  * only ones open besides ours. */
-#ifdef KL_PYTHON
-static const long device_links[] = {
-#ifdef SYS_unlink
-    SYS_unlink, SYS_symlink,
+/* Changes to the file system and to files' metadata (a file's owner needs no capability). */
+static const long file_changes[] = {
+#ifdef SYS_creat
+    SYS_creat, SYS_unlink, SYS_rename, SYS_mkdir, SYS_rmdir, SYS_symlink, SYS_link,
 #endif
-    SYS_unlinkat, SYS_symlinkat};
+    SYS_unlinkat, SYS_renameat, SYS_renameat2, SYS_mkdirat, SYS_symlinkat, SYS_linkat,
+#ifdef SYS_chmod
+    SYS_chmod, SYS_chown, SYS_lchown, SYS_utime, SYS_utimes, SYS_futimesat, SYS_mknod,
 #endif
+    SYS_truncate, SYS_fchmod, SYS_fchmodat, SYS_fchown, SYS_fchownat, SYS_utimensat,
+    SYS_mknodat, SYS_setxattr, SYS_lsetxattr, SYS_fsetxattr, SYS_removexattr,
+    SYS_lremovexattr, SYS_fremovexattr,
+#ifdef SYS_fchmodat2
+    SYS_fchmodat2,
+#endif
+};
 
 static void filter_for_loading(void) {
     static struct filter f;
@@ -378,12 +387,16 @@ static void filter_for_loading(void) {
     rule(&f, SYS_sched_setaffinity, ERR(EPERM));
 #ifdef KL_PYTHON
     rule_null_arg(&f, SYS_rt_sigaction, 1); /* the signal module reads every handler; a new one traps */
-    /* torch counts GPUs through NVML (ctypes), and nvmlInit, as any user, replaces the
-     * /dev/char links to the GPU's nodes (unlink, then symlink; seen on the H200): refused as
-     * the kernel refuses nobody there. Nothing is changed; from the first call on they trap. */
-    for (size_t i = 0; i < sizeof device_links / sizeof device_links[0]; i++)
-        rule(&f, device_links[i], ERR(EACCES));
+    /* torch counts GPUs through NVML (ctypes), and nvmlInit, as any user, remakes the GPU's
+     * device links (unlink, symlink, mkdir: seen on the H200, one after another): while
+     * loading, file changes are refused as the kernel refuses nobody outside its own files
+     * (nothing changes either way), and from the first call on they trap. */
+    uint32_t refused_change = ERR(EACCES);
+#else
+    uint32_t refused_change = TRAP;
 #endif
+    for (size_t i = 0; i < sizeof file_changes / sizeof file_changes[0]; i++)
+        rule(&f, file_changes[i], refused_change);
     static const long denied[] = {
         SYS_execve, SYS_execveat, SYS_socket, SYS_socketpair, SYS_connect, SYS_bind, SYS_listen,
         SYS_accept, SYS_accept4, SYS_sendto, SYS_sendmsg, SYS_recvfrom, SYS_recvmsg, SYS_ptrace,
@@ -393,20 +406,6 @@ static void filter_for_loading(void) {
         SYS_pidfd_getfd, SYS_kcmp, SYS_name_to_handle_at, SYS_open_by_handle_at,
 #ifdef SYS_fork
         SYS_fork, SYS_vfork,
-#endif
-#ifdef SYS_creat
-        SYS_creat, SYS_unlink, SYS_rename, SYS_mkdir, SYS_rmdir, SYS_symlink, SYS_link,
-#endif
-        SYS_unlinkat, SYS_renameat, SYS_renameat2, SYS_mkdirat, SYS_symlinkat, SYS_linkat,
-        /* metadata: a file's owner may change it without any capability */
-#ifdef SYS_chmod
-        SYS_chmod, SYS_chown, SYS_lchown, SYS_utime, SYS_utimes, SYS_futimesat, SYS_mknod,
-#endif
-        SYS_truncate, SYS_fchmod, SYS_fchmodat, SYS_fchown, SYS_fchownat, SYS_utimensat,
-        SYS_mknodat, SYS_setxattr, SYS_lsetxattr, SYS_fsetxattr, SYS_removexattr,
-        SYS_lremovexattr, SYS_fremovexattr,
-#ifdef SYS_fchmodat2
-        SYS_fchmodat2,
 #endif
     };
     for (size_t i = 0; i < sizeof denied / sizeof denied[0]; i++) rule(&f, denied[i], TRAP);
@@ -426,8 +425,8 @@ static void filter_for_running(void) {
     rule_arg(&f, SYS_mprotect, 2, PROT_EXEC, &zero, 1, ALLOW, TRAP);
 #ifdef KL_PYTHON
     rule(&f, SYS_rt_sigaction, TRAP); /* handlers are read while loading only, as on the CPU */
-    for (size_t i = 0; i < sizeof device_links / sizeof device_links[0]; i++)
-        rule(&f, device_links[i], TRAP); /* a trap outranks the first filter's refusal */
+    for (size_t i = 0; i < sizeof file_changes / sizeof file_changes[0]; i++)
+        rule(&f, file_changes[i], TRAP); /* a trap outranks the first filter's refusal */
 #endif
     emit(&f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, ALLOW));
     install(&f);
