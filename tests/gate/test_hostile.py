@@ -118,3 +118,16 @@ def test_cuda_kernels_get_their_verdict(name):
     report = run_gate(workload, load_kernel(workload, _folder(name)), options=options)
     assert report.verdict.value in _expected(name), f"{CATALOGUE[name]['why']}\n{report.reason}"
     assert CATALOGUE[name].get("reason_contains", "") in report.reason
+
+
+def test_a_dying_runners_reason_quotes_its_exception_not_the_advice_after_it():
+    from klineage.gate.sandbox import _telling_line
+
+    log = ("Traceback (most recent call last):\n  File \"kernel.py\", line 3, in forward\n"
+           "torch.AcceleratorError: CUDA error: no kernel image is available for execution on the device\n"
+           "CUDA kernel errors might be asynchronously reported at some other API call.\n"
+           "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+           "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n")
+    assert _telling_line(log).startswith("torch.AcceleratorError: CUDA error: no kernel image")
+    assert _telling_line("warming up\nsegfault soon\n") == "segfault soon"
+    assert _telling_line("") == ""

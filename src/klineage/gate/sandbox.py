@@ -288,8 +288,8 @@ class Candidate:
         code = self.process.returncode
         how = (f"killed by {signal.Signals(-code).name}" if code < 0
                else f"exited with status {code}")
-        tail = self.log_tail().splitlines()
-        last = f"; last output: {tail[-1][:200]}" if tail else ""
+        said = _telling_line(self.log_tail(limit=1 << 14))
+        last = f"; last output: {said[:300]}" if said else ""
         raise CandidateFailed("crashed", f"{step}: the kernel's process {how}{last}")
 
     def _describe_address(self, address: int | None) -> str:
@@ -298,6 +298,17 @@ class Candidate:
         if self.out_base <= address < self.out_base + self.out_bytes:
             return "it wrote outside its outputs, into a guard page"
         return f"at address {address:#x}"
+
+
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b.*:")
+
+
+def _telling_line(log: str) -> str:
+    """The log line that says most about a death: a Python exception's own line where there is
+    one (torch follows a CUDA error with three lines of advice), else the last line."""
+    lines = [line for line in log.splitlines() if line.strip()]
+    named = [line for line in lines if _EXCEPTION_LINE.match(line)]
+    return (named or lines or [""])[-1]
 
 
 _TRAP_STACK = "KL_TRAP_STACK"  # _runner.c's line before a trapped call's frames
