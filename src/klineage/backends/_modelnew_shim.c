@@ -5,7 +5,9 @@
  * for none) and where the interpreter's files are. The candidate's extension is linked into this
  * same library, so the runner loads one file, hash-checked like any kernel.
  *
- * The constructor runs while the runner loads the library (its first seccomp stage): it starts
+ * The constructor runs while the runner loads the library (its first seccomp stage), after the
+ * extension's own (the shim is linked last: its static initializers and nvcc's registration of
+ * its GPU kernels must come first, as when load_inline loads it into a running Python): it starts
  * an isolated interpreter (no signal handlers, no site, no environment of its own) and runs the
  * host's start(). kl_launch hands the arena pointers (host memory, or on CUDA device memory) and
  * the stream to the host's call(). Everything here runs in the untrusted process; nothing it

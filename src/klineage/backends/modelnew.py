@@ -116,8 +116,11 @@ class ModelNewBuild:
             for obj, copy in zip(objects, kept, strict=True):  # kept beside the shim for the checks
                 shutil.copyfile(obj.artifact, copy)
             python = embedded_python()
+            # The shim last: the loader runs a library's constructors in link order, and the
+            # shim's runs the ModelNew, so the extension's own (its static initializers, nvcc's
+            # registration of its GPU kernels) must have run before it.
             return [settings.cxx_compiler(), "-O2", "-fPIC", "-shared", f"-I{out.parent}",
-                    f"-I{python['include']}", "-x", "c", str(_SHIM), "-x", "none", *map(str, kept),
+                    f"-I{python['include']}", *map(str, kept), "-x", "c", str(_SHIM), "-x", "none",
                     "-o", str(out), *self._torch_link(), python["library"],
                     f"-Wl,-rpath,{python['libdir']}", "-ldl"]
 
