@@ -1,7 +1,8 @@
 """CUDA ModelNew kernels (KernelBench's kernel.py with a ``load_inline`` CUDA extension) through
-the whole gate on a GPU, for an imported KernelBench problem: an honest one is accepted; each
-hostile one gets the verdict of the check that stops it. Skipped without a GPU; run on the
-device with ``pytest -m gpu``."""
+the whole gate on a GPU, for imported KernelBench problems: honest ones (ReLU, row softmax,
+RMSNorm with its weight) are accepted; each hostile one gets the verdict of the check that stops
+it. Skipped without a GPU; run on the device with ``pytest -m gpu`` (passed on the H200,
+2026-12-02)."""
 
 from __future__ import annotations
 
