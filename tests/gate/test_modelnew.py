@@ -7,6 +7,9 @@ compile, the static checks and the compile errors (the gate itself: tests/gpu)."
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import stat
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -194,6 +197,27 @@ def test_the_runner_reads_its_own_copy_of_the_workload(relu):
     assert spec["reference"] == "workload/reference.py"
 
 
+def test_the_workload_copy_is_readable_whatever_the_umask_and_keeps_out_links_leaving_it(relu, tmp_path):
+    from klineage.gate.sandbox import _copy_workload_files
+
+    workload = tmp_path / "w"
+    shutil.copytree(relu.root, workload)
+    (tmp_path / "secret").write_text("key")
+    (workload / "leak.py").symlink_to(tmp_path / "secret")
+    (workload / "inside.py").symlink_to(workload / "reference.py")
+    files = backend_for("python").sandbox_files(load_workload(workload))
+    assert {p.name for p in files} == {"reference.py", "1_relu.py", "inside.py"}
+    (tmp_path / "runner").mkdir()
+    previous = os.umask(0o077)
+    try:
+        _copy_workload_files(files, tmp_path / "runner" / "workload")
+    finally:
+        os.umask(previous)
+    copied = tmp_path / "runner" / "workload"
+    assert stat.S_IMODE(copied.stat().st_mode) == 0o755
+    assert {stat.S_IMODE(p.stat().st_mode) for p in copied.iterdir()} == {0o444}
+
+
 def test_a_root_gate_refuses_a_cuda_runner_nobody_could_start():
     # The CUDA ModelNew runner becomes nobody: an interpreter only root can read is named.
     # Outside pytest's folders, which only their owner may enter.
@@ -213,3 +237,10 @@ def test_a_root_gate_refuses_a_cuda_runner_nobody_could_start():
         (root / "python").chmod(0o755)
         library.chmod(0o640)
         assert modelnew_cuda._first_unreadable_by_others([library]) == f"{library} (others may not read it)"
+        # a link that reads fine resolved, but is reached through a folder others may not enter
+        library.chmod(0o644)
+        private = root / "private"
+        private.mkdir(mode=0o700)
+        (private / "lib").symlink_to(folder)
+        assert modelnew_cuda._first_unreadable_by_others([private / "lib" / "libpython.so"]) == \
+            f"{private} (others may not enter it)"

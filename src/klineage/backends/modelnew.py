@@ -51,6 +51,8 @@ prints them after the token (``gate/_optrace``)."""
 _HERE = Path(__file__).parent
 _HOST = _HERE / "_modelnew_host.py"
 _SHIM = _HERE / "_modelnew_shim.c"
+_LINK_RECIPE = "2: the shim after the extension"
+"""Part of kernel.so's cache key: a change to how it is linked rebuilds what was linked before."""
 _FRAMEWORK = (*(f"{prefix}{space}::*" for space in ("at", "c10", "torch", "pybind11", "caffe2")
                 for prefix in ("", "* ", "typeinfo for ", "vtable for ")), "Py*", "_Py*", "THP*")
 """Symbols of the framework an extension is written against: their ops are judged by the trace."""
@@ -94,7 +96,7 @@ class ModelNewBuild:
             toolchain = self.toolchain()
         except ToolchainError as exc:  # a compiler this kernel needs is missing
             return _failed(kernel.source_hash(), str(exc))
-        key = _key(kernel.source_hash(), _HOST.read_bytes(), _SHIM.read_bytes(),
+        key = _key(kernel.source_hash(), _HOST.read_bytes(), _SHIM.read_bytes(), _LINK_RECIPE,
                    json.dumps(embedded_python()), json.dumps(toolchain), self.platform())
         try:
             extension = extension_of(kernel.source)
@@ -183,8 +185,10 @@ class ModelNewBuild:
     def sandbox_files(self, workload: Workload) -> tuple[Path, ...]:
         """The reference and the Python files beside it (an imported problem's original, which
         it runs): the host builds the models from them."""
-        folder = workload.reference_path.parent
-        return tuple(sorted({workload.reference_path, *folder.glob("*.py")}))
+        root, reference = workload.root.resolve(), workload.reference_path
+        found = {reference, *reference.parent.glob("*.py")}
+        # a link out of the workload (x.py -> a key) would be copied where the kernel reads it
+        return tuple(sorted(p for p in found if p.resolve().is_relative_to(root) and p.resolve().is_file()))
 
     def sandbox_env(self, threads: int | None, workload: Workload) -> dict[str, str]:
         """The device runner's environment and what the host needs: the workload's tensors, the

@@ -67,17 +67,17 @@ class ModelNewCudaBackend(ModelNewBuild, CudaBackend):
     @property
     def runner_flags(self) -> tuple[str, ...]:
         # One CUDA runtime in the runner, torch's: torch preloads its own by path
-        # (torch._load_global_deps), so a runner linked to the toolkit's holds two, and the
-        # second's first call runs cuInit again, under the loading filter. As root, cuInit
-        # removes /dev/char/195:255 and /dev/char/238:0 (seen on the H200, 2026-12-02: the
-        # runner trapped unlink while loading; torch's first CUDA call alone made those
-        # removes). Not yet run on a GPU with this rpath.
+        # (torch._load_global_deps), so a runner linked to the toolkit's would hold two, each
+        # starting the driver on its first call, the second under the filters.
         return ("-DKL_PYTHON", "-Xlinker", f"-rpath={_torch_cuda_runtime_dir()}")
 
     def unavailable_reason(self) -> str | None:
         reason = super().unavailable_reason()
         if reason is None and os.geteuid() == 0:
-            unreadable = _first_unreadable_by_others(_interpreter_paths())
+            try:
+                unreadable = _first_unreadable_by_others(_interpreter_paths())
+            except (ToolchainError, OSError) as exc:
+                return str(exc)
             if unreadable:
                 return (f"the CUDA ModelNew runner runs as nobody (as root, the CUDA driver changes "
                         f"/dev nodes, and the CUDA filters are a deny-list), and nobody cannot read "
@@ -116,28 +116,30 @@ def _torch_cuda_runtime_dir() -> str:
 
 
 def _interpreter_paths() -> list[Path]:
-    """What the runner's embedded interpreter must read: libpython, the standard library, torch
-    and the CUDA runtime it loads."""
+    """What the runner's embedded interpreter must read: libpython, the standard library, torch,
+    numpy (behind the CUDA array interface) and the CUDA runtime torch loads."""
+    import numpy
     import torch
 
     python = embedded_python()
     return [Path(python["library"]), Path(sysconfig.get_paths()["stdlib"]), Path(torch.__file__).parent,
-            Path(_torch_cuda_runtime_dir())]
+            Path(numpy.__file__).parent, Path(_torch_cuda_runtime_dir())]
 
 
 def _first_unreadable_by_others(paths: list[Path]) -> str | None:
-    """The first of these (or a folder above one) that a user owning none of them cannot read:
-    a folder without search permission for others, or the path itself without read permission
-    (and search, for a folder). Group bits are not counted: nobody's group owns nothing here."""
-    for path in paths:
-        path = path.resolve()
-        for folder in reversed(path.parents):
-            if not folder.stat().st_mode & stat.S_IXOTH:
-                return f"{folder} (others may not enter it)"
-        mode = path.stat().st_mode
-        needed = stat.S_IROTH | (stat.S_IXOTH if stat.S_ISDIR(mode) else 0)
-        if mode & needed != needed:
-            return f"{path} (others may not read it)"
+    """The first of these (or a folder above one, along the path as given and as resolved) that
+    a user owning none of them cannot read: a folder without search permission for others, or
+    the path itself without read permission (and search, for a folder). Group bits are not
+    counted: nobody's group owns nothing here."""
+    for given in paths:
+        for path in dict.fromkeys((given.absolute(), given.resolve())):
+            for folder in reversed(path.parents):
+                if not folder.stat().st_mode & stat.S_IXOTH:
+                    return f"{folder} (others may not enter it)"
+            mode = path.stat().st_mode
+            needed = stat.S_IROTH | (stat.S_IXOTH if stat.S_ISDIR(mode) else 0)
+            if mode & needed != needed:
+                return f"{path} (others may not read it)"
     return None
 
 

@@ -57,6 +57,14 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Calls newer than some C libraries' headers: numbered alike on every architecture since 424,
+ * so a filter built with old headers still names them (the kernel it runs on may have them). */
+#define KL_SYSCALL_NUMBERS(X) \
+    X(pidfd_send_signal, 424) X(io_uring_setup, 425) X(io_uring_enter, 426) \
+    X(io_uring_register, 427) X(open_tree, 428) X(move_mount, 429) X(fsopen, 430) \
+    X(fsconfig, 431) X(fsmount, 432) X(fspick, 433) X(mount_setattr, 442) X(fchmodat2, 452) \
+    X(setxattrat, 463) X(removexattrat, 466) X(open_tree_attr, 467) X(file_setattr, 469)
+
 static int CMD_FD, REPLY_FD, IN_FD, OUT_FD; /* given on the command line */
 #define MAX_ARGS 64
 #define NOBODY 65534
@@ -351,7 +359,12 @@ static void filter_for_running(void) {
  * sockets, ptrace, signal handlers, file system changes; while loading, read-only opens; from
  * the first call on, no opens and no new executable memory. The driver's descriptors are the
  * only ones open besides ours. */
-/* Changes to the file system and to files' metadata (a file's owner needs no capability). */
+#define KL_NUMBER_NAME(name, number) KL_NR_##name = number,
+enum { KL_SYSCALL_NUMBERS(KL_NUMBER_NAME) };
+
+/* Changes to the file system and to files' metadata (a file's owner needs no capability).
+ * Not ftruncate or fallocate: they need a descriptor open for writing, and the only ones a
+ * candidate has are its log and the reply pipe. */
 static const long file_changes[] = {
 #ifdef SYS_creat
     SYS_creat, SYS_unlink, SYS_rename, SYS_mkdir, SYS_rmdir, SYS_symlink, SYS_link,
@@ -362,10 +375,8 @@ static const long file_changes[] = {
 #endif
     SYS_truncate, SYS_fchmod, SYS_fchmodat, SYS_fchown, SYS_fchownat, SYS_utimensat,
     SYS_mknodat, SYS_setxattr, SYS_lsetxattr, SYS_fsetxattr, SYS_removexattr,
-    SYS_lremovexattr, SYS_fremovexattr,
-#ifdef SYS_fchmodat2
-    SYS_fchmodat2,
-#endif
+    SYS_lremovexattr, SYS_fremovexattr, KL_NR_fchmodat2, KL_NR_setxattrat, KL_NR_removexattrat,
+    KL_NR_file_setattr,
 };
 
 static void filter_for_loading(void) {
@@ -407,8 +418,21 @@ static void filter_for_loading(void) {
 #ifdef SYS_fork
         SYS_fork, SYS_vfork,
 #endif
+        /* io_uring does its work outside the filter: opens, unlinks, sockets, all unchecked */
+        KL_NR_io_uring_setup, KL_NR_io_uring_enter, KL_NR_io_uring_register,
+        /* signals to other processes (other runners are nobody too) */
+        SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo, KL_NR_pidfd_send_signal,
+        /* the same user's keyrings; BPF programs; mounts */
+        SYS_keyctl, SYS_add_key, SYS_request_key, SYS_bpf, SYS_umount2, SYS_pivot_root,
+        KL_NR_open_tree, KL_NR_open_tree_attr, KL_NR_move_mount, KL_NR_fsopen, KL_NR_fsconfig,
+        KL_NR_fsmount, KL_NR_fspick, KL_NR_mount_setattr,
     };
     for (size_t i = 0; i < sizeof denied / sizeof denied[0]; i++) rule(&f, denied[i], TRAP);
+    /* Another process's scheduling (another runner's, to slow what it times): refused. */
+    static const long others_scheduling[] = {SYS_setpriority, SYS_sched_setscheduler,
+                                             SYS_sched_setparam, SYS_sched_setattr, SYS_ioprio_set};
+    for (size_t i = 0; i < sizeof others_scheduling / sizeof others_scheduling[0]; i++)
+        rule(&f, others_scheduling[i], ERR(EPERM));
     emit(&f, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, ALLOW));
     install(&f);
 }

@@ -98,7 +98,8 @@ def _copy_workload_files(files: tuple[Path, ...], folder: Path) -> None:
     """The backend's ``sandbox_files``, read-only, where the runner (as nobody) can read them."""
     if not files:
         return
-    folder.mkdir(mode=0o755)
+    folder.mkdir()
+    folder.chmod(0o755)  # not the umask's
     for path in files:
         target = folder / path.name
         shutil.copyfile(path, target)
@@ -269,7 +270,7 @@ class Candidate:
             site = _trap_site(self.log_tail(limit=1 << 16))
             raise CandidateFailed("rejected_cheat", f"{step}: the kernel made a system call that "
                                   f"kernels may not make ({call}); the sandbox stopped it"
-                                  + (f" (called from {site})" if site else ""))
+                                  + (f" (its log names the caller: {site})" if site else ""))
         fault = int(address, 16) if address.startswith("0x") else None
         if fault is not None and self.in_base <= fault < self.in_base + self.in_bytes:
             raise CandidateFailed("incorrect", f"{step}: the kernel wrote to an input (inputs "
@@ -315,6 +316,9 @@ _TRAP_STACK = "KL_TRAP_STACK"  # _runner.c's line before a trapped call's frames
 _FRAME = re.compile(r"^(?P<file>[^\s()\[]+)(?:\((?P<symbol>[^)+]*)(?:\+0x[0-9a-f]+)?\))?\s*\[0x[0-9a-f]+\]$")
 
 
+_UNPRINTED = re.compile(r"[^\w.+\-() <]")
+
+
 def _trap_site(log: str, libraries: int = 4) -> str:
     """Where a trapped call came from, from its stack (the runner wrote it to the log): the
     innermost libraries, each with the function it was entered by where it exports one, less
@@ -335,7 +339,8 @@ def _trap_site(log: str, libraries: int = 4) -> str:
             runs.append((library, ""))
         if found["symbol"]:
             runs[-1] = (library, found["symbol"])
-    return " <- ".join(f"{lib}({name})" if name else lib for lib, name in runs[:libraries])
+    site = " <- ".join(f"{lib}({name})" if name else lib for lib, name in runs[:libraries])
+    return _UNPRINTED.sub("?", site)[:240]
 
 
 @cache
