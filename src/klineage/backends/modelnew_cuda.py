@@ -16,6 +16,7 @@ one backend, so an edit cannot move a run between the CPU and the GPU.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import stat
 import sysconfig
@@ -118,12 +119,13 @@ def _torch_cuda_runtime_dir() -> str:
 def _interpreter_paths() -> list[Path]:
     """What the runner's embedded interpreter must read: libpython, the standard library, torch,
     numpy (behind the CUDA array interface) and the CUDA runtime torch loads."""
-    import numpy
     import torch
 
     python = embedded_python()
-    return [Path(python["library"]), Path(sysconfig.get_paths()["stdlib"]), Path(torch.__file__).parent,
-            Path(numpy.__file__).parent, Path(_torch_cuda_runtime_dir())]
+    paths = [Path(python["library"]), Path(sysconfig.get_paths()["stdlib"]), Path(torch.__file__).parent,
+             Path(_torch_cuda_runtime_dir())]
+    numpy = importlib.util.find_spec("numpy")  # torch runs without it
+    return [*paths, Path(numpy.origin).parent] if numpy and numpy.origin else paths
 
 
 def _first_unreadable_by_others(paths: list[Path]) -> str | None:
