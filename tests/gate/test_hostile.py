@@ -68,11 +68,8 @@ def _probes() -> list[str]:
         or ("rejected_cheat" in _expected(n) and "incorrect" not in _expected(n)))]
 
 
-@pytest.mark.parametrize("name", _probes())
-def test_the_sandbox_alone_stops_what_the_static_check_stops(name, axpy):
-    # Probes poison y[0] only when the forbidden operation succeeded, so a hole is 'incorrect';
-    # a refused call that the kernel survives ('ok') or a trapped one ('rejected_cheat',
-    # 'crashed') means the sandbox held.
+def _sandbox_alone(axpy, name: str, threads: int | None = None):
+    """(the sandbox's result, the build) of one catalogue kernel, the static check skipped."""
     kernel = load_kernel(axpy, _folder(name))
     backend = backend_for(kernel.language)
     build = backend.build(kernel)
@@ -80,9 +77,18 @@ def test_the_sandbox_alone_stops_what_the_static_check_stops(name, axpy):
     timing = TimingPlan(trials=2, target_trial_s=0.005, warmup_s=0.01, max_reps=50, min_sets=3,
                         max_sets=3, max_footprint_bytes=1 << 30, cache_bytes=0, compare_s=0.5,
                         min_pairs=12, max_pairs=100, seed=7)
-    job = GateJob(mode="gate", threads=kernel.threads or 2, seeds=[0, 1, 4242], timing=timing)
+    job = GateJob(mode="gate", threads=threads or kernel.threads or 2, seeds=[0, 1, 4242], timing=timing)
     result = run_sandboxed(axpy, backend, job, [(build, kernel.entry)], 5.0, 1 << 30,
                            lambda stage, detail: None)
+    return result, build
+
+
+@pytest.mark.parametrize("name", _probes())
+def test_the_sandbox_alone_stops_what_the_static_check_stops(name, axpy):
+    # Probes poison y[0] only when the forbidden operation succeeded, so a hole is 'incorrect';
+    # a refused call that the kernel survives ('ok') or a trapped one ('rejected_cheat',
+    # 'crashed') means the sandbox held.
+    result, _ = _sandbox_alone(axpy, name)
     allowed = [CATALOGUE[name]["sandbox_verdict"]] if "sandbox_verdict" in CATALOGUE[name] else [
         "ok", "rejected_cheat", "crashed", "timeout"]
     assert result.outcome in allowed, f"{CATALOGUE[name]['why']}\n{result.reason}"
@@ -91,16 +97,7 @@ def test_the_sandbox_alone_stops_what_the_static_check_stops(name, axpy):
 def test_a_trapped_call_is_named_with_where_it_came_from(axpy):
     # The runner writes the trapped call's stack to its log; the reason names the kernel's
     # function that made it (libc's fork wrapper and the runner's handler left out).
-    kernel = load_kernel(axpy, _folder("exec_fork"))
-    backend = backend_for(kernel.language)
-    build = backend.build(kernel)
-    assert build.ok, build.log
-    timing = TimingPlan(trials=2, target_trial_s=0.005, warmup_s=0.01, max_reps=50, min_sets=3,
-                        max_sets=3, max_footprint_bytes=1 << 30, cache_bytes=0, compare_s=0.5,
-                        min_pairs=12, max_pairs=100, seed=7)
-    job = GateJob(mode="gate", threads=1, seeds=[0, 1, 4242], timing=timing)
-    result = run_sandboxed(axpy, backend, job, [(build, kernel.entry)], 5.0, 1 << 30,
-                           lambda stage, detail: None)
+    result, build = _sandbox_alone(axpy, "exec_fork", threads=1)
     assert result.outcome == "rejected_cheat", result.reason
     assert "(clone)" in result.reason, result.reason
     assert f"its log names the caller: {build.artifact.name}(kl_launch)" in result.reason, result.reason
