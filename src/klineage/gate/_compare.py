@@ -29,10 +29,13 @@ def output_mismatch(name: str, got: Any, want: Any, rtol: float, atol: float, ki
         bad = got != want
         return _describe(name, bad, got, want, "exact match") if int(bad.sum()) else None
     difference = abs(got - want)
-    close = (difference <= atol + rtol * abs(want)) | (got == want)  # equal infinities pass
     want_finite = (want - want) == 0  # False for NaN and Inf
     got_finite = (got - got) == 0
-    close = close & (got_finite | ~want_finite)  # NaN/Inf where the reference is finite fails
+    # Where the reference is finite: within tolerance, and finite. Where it is infinite: the same
+    # infinity (rtol * |inf| would let any finite number pass). Where it is NaN nothing passes:
+    # outputs are poisoned with NaN, so a NaN there cannot be told from an element never written.
+    close = ((difference <= atol + rtol * abs(want)) & got_finite & want_finite) | (
+        ~want_finite & (got == want))
     bad = ~close
     count = int(bad.sum())
     if not count:
