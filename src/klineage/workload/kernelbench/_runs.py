@@ -4,16 +4,16 @@ executes the problem file)."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import inspect
 import keyword
 import re
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import torch
+
+from klineage.workload.loader import module_from_source
 
 __all__ = ["ProblemError", "Run", "build", "default_state", "forward", "input_names", "int_constants", "load",
            "observe", "param_names", "sanitize", "stats", "torch_dtype_name"]
@@ -29,13 +29,10 @@ class ProblemError(Exception):
 
 def load(path: Path) -> ModuleType:
     """Execute the problem file as a module and check it has what KernelBench problems have."""
-    spec = importlib.util.spec_from_file_location(f"kernelbench_problem_{abs(hash(path))}", path)
-    if spec is None or spec.loader is None:
-        raise ProblemError("cannot be imported as a Python file")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
     try:
-        spec.loader.exec_module(module)
+        module = module_from_source(path, f"kernelbench_problem_{abs(hash(path))}")
+    except OSError as exc:
+        raise ProblemError(f"cannot be read: {exc}") from exc
     except SyntaxError as exc:
         raise ProblemError(f"syntax error at line {exc.lineno}: {exc.msg}") from exc
     except Exception as exc:
