@@ -44,7 +44,7 @@ EXPECTED = {
                         "load_reference", "load_workload", "poison_value", "run_reference"],
     klineage.gate: ["ClockCheck", "Comparison", "GateOptions", "GateReport", "GateSession", "Limits",
                     "SpeedOfLight", "StageResult", "TimingStats", "Verdict", "compare_kernels", "run_gate"],
-    klineage.backends: ["BACKEND_NAMES", "Backend", "BuildResult", "Ceilings", "Device",
+    klineage.backends: ["ALLOWED_FLAGS_HELP", "BACKEND_NAMES", "Backend", "BuildResult", "Ceilings", "Device",
                         "backend_for", "get_backend"],
     klineage.editors: ["Answer", "EditContext", "Editor", "MeteredEditor", "Proposal", "Usage",
                        "get_editor"],

@@ -29,6 +29,7 @@ def doctor(threads: int | None = None, remeasure: bool = False,
     }
     unavailable = cpu.unavailable_reason()
     facts["cpu backend"] = unavailable or "ok: " + "; ".join(cpu.toolchain().values())
+    facts["candidate confinement"] = _confinement()
     if not unavailable:
         count = threads or len(os.sched_getaffinity(0))
         ceilings = cpu.ceilings(count, remeasure=remeasure)
@@ -46,6 +47,13 @@ def doctor(threads: int | None = None, remeasure: bool = False,
         facts["cuda backend"] = f"unavailable: {exc}"
     facts.update(_brains(config))
     return facts
+
+
+def _confinement() -> str:
+    """What jails a candidate's build and its runner here (docs/gate.md, 'Around the runner')."""
+    from klineage.jail import Jail
+
+    return Jail(read=(Path("/usr"),)).describe()
 
 
 def _brains(path: Path | None) -> dict[str, Any]:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from klineage.backends._flags import ALLOWED_FLAGS_HELP
 from klineage.backends.base import Backend, BuildResult, Ceilings, Device
 from klineage.errors import ConfigError
 from klineage.workload import LANGUAGES
 
-__all__ = ["BACKEND_NAMES", "Backend", "BuildResult", "Ceilings", "Device", "backend_for",
-           "get_backend"]
+__all__ = ["ALLOWED_FLAGS_HELP", "BACKEND_NAMES", "Backend", "BuildResult", "Ceilings", "Device",
+           "backend_for", "get_backend"]
 
 BACKEND_NAMES = tuple(sorted(module.name for module in pkgutil.iter_modules(__path__)
                              if not module.name.startswith("_") and module.name != "base"))

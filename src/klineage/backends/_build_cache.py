@@ -21,12 +21,14 @@ from typing import Any
 
 from filelock import FileLock
 
+from klineage.backends._jailed_build import CandidateBuild, candidate_source, run_jailed, toolchain_roots
 from klineage.backends.base import BuildResult
 from klineage.errors import ToolchainError
 from klineage.settings import cache_dir
 
-__all__ = ["ARTIFACT_NAME", "SANDBOX_SOURCES", "cached_build", "defined_symbols", "imported_symbols",
-           "parse_nm_undefined", "run_tool", "system_call_sites", "trusted_build"]
+__all__ = ["ARTIFACT_NAME", "SANDBOX_SOURCES", "CandidateBuild", "cached_build", "candidate_source",
+           "defined_symbols", "imported_symbols", "parse_nm_undefined", "refused_build", "run_tool",
+           "system_call_sites", "toolchain_roots", "trusted_build"]
 
 SANDBOX_SOURCES = Path(__file__).parent.parent / "gate"
 """Where the sandbox's own native code lives (the runner, the calibration kernels)."""
@@ -38,8 +40,10 @@ def run_tool(command: Sequence[str], timeout: float = 300,
              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run a compiler or binutils command; a missing tool is a ToolchainError."""
     try:
-        return subprocess.run(list(command), capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, **env} if env else None)
+        # errors="replace": a tool quoting a candidate's bytes (a symbol name, a source line) must
+        # not turn into a traceback.
+        return subprocess.run(list(command), capture_output=True, text=True, errors="replace",
+                              timeout=timeout, env={**os.environ, **env} if env else None)
     except FileNotFoundError as exc:
         raise ToolchainError(f"{command[0]}: not found on PATH") from exc
 
@@ -119,9 +123,12 @@ def cached_build(
     resources_from_log: Callable[[str], dict[str, Any]] | None = None,
     timeout: float = 300,
     artifact_name: str = ARTIFACT_NAME,
+    candidate: CandidateBuild | None = None,
 ) -> BuildResult:
     """Build once per fingerprint. ``command_for(out_path)`` gives the compiler command.
 
+    ``candidate``: the sources are a candidate's, so the compiler runs jailed
+    (``_jailed_build``) and its log keeps only what it said about the candidate's own files.
     The artifact's sha256 is recorded at build time; whoever loads it later checks a private
     copy against it (``gate.sandbox.private_copy``), so an entry changed afterwards is caught.
     """
@@ -136,12 +143,12 @@ def cached_build(
         scratch = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
         try:
             artifact = scratch / artifact_name
-            command = [str(c) for c in command_for(artifact)]
-            try:
-                proc = run_tool(command, timeout=timeout)
-                ok, log = proc.returncode == 0, (proc.stdout + proc.stderr).strip()
-            except subprocess.TimeoutExpired:
-                ok, log = False, f"compiler timed out after {timeout:.0f} s"
+            if candidate is not None:
+                outcome = run_jailed(command_for, artifact_name, candidate, artifact, timeout)
+                ok, log, command, confinement = outcome.ok, outcome.log, outcome.command, outcome.confinement
+            else:
+                command, confinement = [str(c) for c in command_for(artifact)], "klineage's own code"
+                ok, log = _run_trusted(command, timeout)
             resources = resources_from_log(log) if (ok and resources_from_log) else {}
             ok = ok and artifact.is_file()
             meta = {
@@ -151,6 +158,7 @@ def cached_build(
                 "command": command,
                 "seconds": time.perf_counter() - started,
                 "resources": resources,
+                "confinement": confinement,
             }
             (scratch / "meta.json").write_text(json.dumps(meta, indent=1))
             if final.exists():  # a half-written entry from a killed process
@@ -161,6 +169,20 @@ def cached_build(
         result = _load(final, fingerprint, artifact_name)
         assert result is not None  # written just now, with its hash
         return BuildResult(**{**result.__dict__, "cached": False})
+
+
+def refused_build(fingerprint: str, reason: str) -> BuildResult:
+    """A build that never ran (a refused flag, a missing compiler): a compile error saying why."""
+    return BuildResult(ok=False, artifact=None, log=f"error: {reason}", command=(),
+                       fingerprint=fingerprint)
+
+
+def _run_trusted(command: list[str], timeout: float) -> tuple[bool, str]:
+    try:
+        proc = run_tool(command, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False, f"compiler timed out after {timeout:.0f} s"
+    return proc.returncode == 0, (proc.stdout + proc.stderr).strip()
 
 
 def _load(folder: Path, fingerprint: str, artifact_name: str) -> BuildResult | None:
@@ -178,4 +200,5 @@ def _load(folder: Path, fingerprint: str, artifact_name: str) -> BuildResult | N
         cached=True,
         seconds=meta["seconds"],
         resources=meta.get("resources", {}),
+        confinement=meta.get("confinement", ""),
     )

@@ -36,6 +36,8 @@ class BuildResult:
     """Compiler resource report (CUDA: registers, spills, shared memory, stack)."""
     artifact_sha256: str = ""
     """The artifact's hash when it was built: what is loaded is checked against it."""
+    confinement: str = ""
+    """What confined the compiler (``klineage.jail``): a candidate's build runs jailed."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -55,6 +57,11 @@ class RunnerSpec:
     path: Path
     sha256: str
     extra_args: tuple[str, ...] = ()
+    reads: tuple[Path, ...] | None = None
+    """What the runner may read besides its own folder (``_runner_view``); None: it is not
+    jailed (the null backend's runner is klineage's own model, no candidate code)."""
+    devices: tuple[Path, ...] = ()
+    """Device files the runner may open for reading, writing and control (a GPU's)."""
 
 
 @dataclass(frozen=True)

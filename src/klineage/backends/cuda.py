@@ -24,12 +24,18 @@ from klineage import settings
 from klineage.backends._arenas import CudaArena, word_bytes
 from klineage.backends._build_cache import (
     SANDBOX_SOURCES,
+    CandidateBuild,
     cached_build,
+    candidate_source,
     imported_symbols,
+    refused_build,
     run_tool,
     system_call_sites,
+    toolchain_roots,
     trusted_build,
 )
+from klineage.backends._flags import refused_flag
+from klineage.backends._runner_view import cuda_runner_view
 from klineage.backends._shared import cached_ceilings
 from klineage.backends.base import BuildResult, Ceilings, RunnerSpec
 from klineage.errors import BackendUnavailableError, ToolchainError
@@ -90,7 +96,10 @@ class CudaBackend:
         path, sha = trusted_build(SANDBOX_SOURCES / "_runner.c", self.runner_name,
                                   [settings.nvcc(), "-O2", "-DKL_CUDA", *self.runner_flags, "-cudart",
                                    "shared", "-Xcompiler", "-pthread", "-ldl"])
-        return RunnerSpec(path, sha)  # the L2 is flushed from the trusted side (one per GPU)
+        toolkit = Path(settings.nvcc()).resolve().parent.parent
+        reads, devices = cuda_runner_view("-DKL_PYTHON" in self.runner_flags, toolkit)
+        # No cache flush here: the L2 is flushed from the trusted side (one per GPU).
+        return RunnerSpec(path, sha, (), reads, devices)
 
     def calibration_kernel(self) -> tuple[Path, str]:
         return trusted_build(SANDBOX_SOURCES / "_spin.cu", "spin.so",
@@ -132,12 +141,17 @@ class CudaBackend:
         key = hashlib.sha256("\0".join(
             [kernel.source_hash(), json.dumps(self.toolchain()), arch, *_BASE_FLAGS]).encode()
         ).hexdigest()
+        refused = refused_flag(kernel.flags, "nvcc")
+        if refused:
+            return refused_build(key, refused)
 
         def command(out: Path) -> list[str]:
             return [settings.nvcc(), *_BASE_FLAGS, *_gencode(arch), *kernel.flags,
-                    str(kernel.source), "-o", str(out)]
+                    str(candidate_source(out, kernel.source)), "-o", str(out)]
 
-        return cached_build(self.name, key, command, parse_ptxas_report)
+        jail = CandidateBuild(reads=toolchain_roots(settings.nvcc(), settings.cxx_compiler()),
+                              sources=kernel.folder)
+        return cached_build(self.name, key, command, parse_ptxas_report, candidate=jail)
 
     def imported_symbols(self, artifact: Path) -> set[str]:
         return imported_symbols(artifact)

@@ -52,8 +52,9 @@ def gate_summary_table(reports: Iterable[GateReport], title: str = "") -> Table:
 
 def stage_table(report: GateReport) -> Table:
     """One row per gate stage of a single report."""
+    build = f", build {report.fingerprint[:12]}" if report.fingerprint else ""
     table = Table(title=f"{report.workload} / {report.kernel} on {report.platform}"
-                        f" ({report.threads} threads)")
+                        f" ({report.threads} threads{build})")
     table.add_column("stage")
     table.add_column("ok")
     table.add_column("s", justify="right")

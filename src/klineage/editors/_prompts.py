@@ -65,7 +65,7 @@ def kernel_fields(state: KernelState, workload: Workload, feedback: str = "") ->
 @functools.cache
 def machine_text(language: str) -> str:
     """Where the kernel is gated, and what the answer may change besides the source."""
-    from klineage.backends import backend_for
+    from klineage.backends import ALLOWED_FLAGS_HELP, backend_for
 
     try:
         backend = backend_for(language)
@@ -84,6 +84,8 @@ def machine_text(language: str) -> str:
     lines.append("- the compile flags are part of your answer (the FLAGS line): add or drop "
                  "flags as the kernel needs; what the tolerance allows decides whether "
                  "approximate math is sound")
+    lines.append(f"- the gate refuses any other flag, naming it: kernels may give {ALLOWED_FLAGS_HELP}; "
+                 "a build reads only the toolchain and the kernel's own folder")
     return "\n".join(lines)
 
 

@@ -18,7 +18,9 @@
  *
  * Descriptors: 0 /dev/null, 1 and 2 the log; argv: KERNEL ENTRY IN_BYTES OUT_BYTES CMD_FD REPLY_FD
  * IN_FD OUT_FD [FLUSH_BYTES] (commands in, replies out, the inputs' read-only descriptor, the
- * outputs', and how much memory to write before each call so private caches start cold).
+ * outputs', and how much memory to write before each call so private caches start cold). With
+ * CUDA, IN and OUT are "pipe": the first command line is "H in_handle out_handle", the device
+ * arenas' IPC handles (a command line is readable by any process of the machine).
  * Commands (one line each) and replies:
  *   C nin nout naxes nparams in_off... out_off... axes... params(%a)...  ->  R rc ns
  *   P offset length prot(0|3)                                            ->  K
@@ -666,7 +668,18 @@ int main(int argc, char** argv) {
     IN_FD = OUT_FD = -1;
     close_other_descriptors();
     drop_privileges();
-    start_cuda(argv[7], argv[8]);
+    if (strcmp(argv[7], "pipe") == 0) { /* the handles come first on the command pipe, off the
+                                          * command line every process of the machine can read */
+        static char handles[512];
+        if (!read_line(handles, sizeof handles) || strncmp(handles, "H ", 2) != 0)
+            fail("expected the arenas' handles on the command pipe", NULL);
+        char* out_handle = strchr(handles + 2, ' ');
+        if (!out_handle) fail("bad arena handles", NULL);
+        *out_handle++ = '\0';
+        start_cuda(handles + 2, out_handle);
+    } else {
+        start_cuda(argv[7], argv[8]);
+    }
 #else
     IN_FD = atoi(argv[7]);
     OUT_FD = atoi(argv[8]);

@@ -32,6 +32,7 @@ from pathlib import Path
 from klineage.backends._arenas import CudaArena, HostArena
 from klineage.backends.base import SANDBOX_WORKLOAD, RunnerSpec
 from klineage.errors import WorkerError
+from klineage.jail import Jail
 
 __all__ = ["Arena", "CallResult", "Candidate", "CandidateFailed", "Limits", "guard_this_process",
            "private_copy"]
@@ -48,6 +49,14 @@ _SYSCALL_NAMES_X86_64 = {
     310: "process_vm_readv", 311: "process_vm_writev", 317: "seccomp", 319: "memfd_create",
     322: "execveat", 435: "clone3", 437: "openat2",
 }
+
+
+_MAX_REPLY = 4096
+_READY = re.compile(r"READY (0x[0-9a-f]+|\(nil\)) (0x[0-9a-f]+|\(nil\))")
+_RESULT = re.compile(r"R (-?[0-9]{1,10}) ([0-9]{1,18})")
+"""A call's reply: the kernel's return code and the runner's clock in nanoseconds, never below
+zero (an honest clock reads forward; a negative median was once accepted as within speed of
+light)."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +134,9 @@ class Candidate:
         self._reply, reply_w = os.pipe()
         in_arg, in_fds = inputs.runner_handle(read_only=True)
         out_arg, out_fds = outputs.runner_handle(read_only=False)
+        # Device memory handles travel through the command pipe: a command line is readable by
+        # every process of the machine (another runner could open this one's memory with them).
+        handles = None if in_fds or out_fds else f"H {in_arg} {out_arg}"
         self._log_path = self._folder / "candidate.log"
         log = open(self._log_path, "wb")  # noqa: SIM115 - closed below, after the fork
         fds = (command_r, reply_w, *in_fds, *out_fds)
@@ -132,23 +144,30 @@ class Candidate:
         try:
             self.process = subprocess.Popen(
                 [str(program), str(library), entry, str(inputs.nbytes), str(outputs.nbytes),
-                 str(command_r), str(reply_w), in_arg, out_arg, *runner.extra_args],
+                 str(command_r), str(reply_w), *(("pipe", "pipe") if handles else (in_arg, out_arg)),
+                 *runner.extra_args],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=fds,
                 env=env, cwd=self._folder, start_new_session=True,
-                preexec_fn=_confine(_cores(threads), cap),
+                preexec_fn=_confine(runner, self._folder, _cores(threads), cap),
             )
         finally:
             for fd in (command_r, reply_w, *in_fds):  # the read-only descriptor is a new one
                 os.close(fd)
             log.close()
+        if handles:
+            self._send(handles)
         self._cpu_clock = _cpu_clock_of(self.process.pid)
         self._buffer = b""
-        ready = self._reply_line("loading the kernel")
-        if not ready.startswith("READY"):
-            raise CandidateFailed("crashed", f"the runner could not start the kernel: {ready[2:]}")
-        _, in_base, out_base = ready.split()
-        self.in_base, self.out_base = int(in_base, 16), int(out_base, 16)
+        self.in_base = self.out_base = 0
         self.in_bytes, self.out_bytes = inputs.nbytes, outputs.nbytes
+        ready = self._reply_line("loading the kernel")
+        if ready.startswith("E "):
+            raise CandidateFailed("crashed", f"the runner could not start the kernel: {ready[2:]}")
+        started = _READY.fullmatch(ready)
+        if not started:
+            raise CandidateFailed("rejected_cheat", f"loading the kernel: the candidate's process "
+                                  f"answered {ready[:80]!r} instead of the runner's READY line")
+        self.in_base, self.out_base = (0 if a == "(nil)" else int(a, 16) for a in started.groups())
 
     # -- protocol --------------------------------------------------------------------------
     def call(self, in_offsets: list[int], out_offsets: list[int], axes: list[int],
@@ -163,13 +182,12 @@ class Candidate:
         self._send(line)
         reply = self._reply_line(step)
         wall = self._answered_at - started
-        parts = reply.split()
-        if len(parts) != 3 or parts[0] != "R":
+        answer = _RESULT.fullmatch(reply)
+        if not answer:
             raise CandidateFailed("rejected_cheat", f"{step}: the candidate's process answered "
                                   f"{reply[:80]!r} instead of a call result")
-        result = CallResult(rc=int(parts[1]), reported_s=int(parts[2]) / 1e9, wall_s=wall,
-                            cpu_s=self._answered_cpu - cpu_before)
-        return result
+        return CallResult(rc=int(answer[1]), reported_s=int(answer[2]) / 1e9, wall_s=wall,
+                          cpu_s=self._answered_cpu - cpu_before)
 
     def protect(self, offset: int, length: int, accessible: bool) -> None:
         if length:
@@ -233,8 +251,14 @@ class Candidate:
                                   f"{reply[:80]!r}")
 
     def _reply_line(self, step: str) -> str:
+        """The runner's one line for the last command. Replies are parsed as hostile: a line
+        too long, a second line for one command, or bytes after the reply are out of protocol
+        (a kernel can write into the reply pipe; a malformed line once crashed the gate)."""
         deadline = time.monotonic() + self.stall_s
         while b"\n" not in self._buffer:
+            if len(self._buffer) > _MAX_REPLY:
+                raise CandidateFailed("rejected_cheat", f"{step}: the candidate's process wrote "
+                                      f"a reply line of over {_MAX_REPLY} bytes")
             left = deadline - time.monotonic()
             if left <= 0:
                 raise CandidateFailed("timeout", f"no progress for {self.stall_s:g} s during "
@@ -256,7 +280,17 @@ class Candidate:
         if text.startswith("S "):
             self._raise_signal(text, step)
         self._freeze(step)
+        self._buffer += self._pending_bytes()
+        if self._buffer:
+            raise CandidateFailed("rejected_cheat", f"{step}: the candidate's process wrote more "
+                                  f"than one reply to one command ({text[:40]!r}, then "
+                                  f"{self._buffer[:40].decode(errors='replace')!r})")
         return text
+
+    def _pending_bytes(self) -> bytes:
+        """What is in the reply pipe now, without waiting (the runner is stopped)."""
+        ready, _, _ = select.select([self._reply], [], [], 0)
+        return os.read(self._reply, _MAX_REPLY + 1) if ready else b""
 
     def _raise_signal(self, text: str, step: str) -> None:
         _, signo, address, syscall, peak_kib = [*text.split(), "", "", "", ""][:5]
@@ -364,12 +398,23 @@ def _cores(threads: int) -> set[int]:
     return set(available[:max(1, min(threads, len(available)))])
 
 
-def _confine(cores: set[int], memory_cap: int | None):
-    def apply() -> None:
+def _confine(runner: RunnerSpec, folder: Path, cores: set[int], memory_cap: int | None):
+    """The runner's process before it executes: its cores, its limits (1 MiB of file: the log),
+    and, where its backend gives a view (``RunnerSpec.reads``), a jail that lets it read only
+    that view and its own folder. It changes its user itself (gate/_runner.c)."""
+    def pin() -> None:
         os.sched_setaffinity(0, cores)
+
+    jail = Jail(read=(folder, *(runner.reads or ())), devices=runner.devices, become_nobody=False,
+                private_network=False, memory_bytes=memory_cap, file_bytes=1 << 20, extra=pin)
+    if runner.reads is not None:
+        return jail.preexec()
+
+    def unjailed() -> None:  # klineage's own model runner (the null backend)
+        pin()
         if memory_cap is not None:
             resource.setrlimit(resource.RLIMIT_AS, (memory_cap, memory_cap))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))  # the log, and nothing else
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
-    return apply
+    return unjailed

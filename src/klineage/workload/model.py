@@ -86,7 +86,10 @@ class KernelSpec(BaseModel):
         return sorted(p for p in self.folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
 
     def source_hash(self) -> str:
-        digest = hashlib.sha256()
+        """The content hash of what is built: the file given (by name), every file of its folder
+        (its includes among them: a build reads nothing else of the candidate's), the language,
+        entry and flags. Two kernel files in one folder hash apart."""
+        digest = hashlib.sha256(self.source.name.encode() + b"\0")
         for path in self.source_files():
             digest.update(path.relative_to(self.folder).as_posix().encode() + b"\0")
             digest.update(path.read_bytes() + b"\0")
