@@ -8,6 +8,8 @@ backend timing stays one slot per machine, so extra workers speed up the builds 
 
     python benchmarks/scale.py [--workload PATH] [--variant naive] [--candidates 8]
                                [--workers 1,2] [--device cpu|cuda] [--address HOST:PORT] [--quick]
+
+``--workers ""`` gives the local row alone (Ray is imported only for its rows).
 """
 
 from __future__ import annotations
@@ -20,11 +22,9 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-import ray
 from _bench import REPO, header, markdown_table, write_result
 
 from klineage.executors import Executor, LocalExecutor
-from klineage.executors.ray import RayExecutor
 from klineage.gate import GateOptions
 from klineage.gate.session import GateTask, run_task
 from klineage.workload import KernelState, Workload, load_kernel, load_workload
@@ -72,11 +72,16 @@ def main() -> None:
                              quick=args.quick)
 
     table = [row("local", "1", LocalExecutor(), workload, args)]
+    counts = [int(w) for w in args.workers.split(",") if w.strip()]
+    if args.address or counts:
+        import ray
+
+        from klineage.executors.ray import RayExecutor
     if args.address:
         executor = RayExecutor(args.address)
         table.append(row("ray", str(int(ray.cluster_resources().get("CPU", 0))), executor,
                          workload, args))
-    for workers in [] if args.address else [int(w) for w in args.workers.split(",")]:
+    for workers in [] if args.address else counts:
         gpus = {"num_gpus": workers} if args.device == "cuda" else {}
         ray.init(num_cpus=workers if args.device == "cpu" else os.cpu_count(), **gpus,
                  include_dashboard=False, log_to_driver=False)

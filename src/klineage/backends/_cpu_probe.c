@@ -60,24 +60,84 @@ double kl_copy_gbps(size_t bytes, int sets, int reps, int streaming) {
     return best;
 }
 
-typedef float kl_vec __attribute__((vector_size(64)));
+/* fp32 FMA peak. Independent accumulator chains hide the FMA latency: a core needs about
+ * latency x FMA ports of them in flight (4-5 cycles x 2 ports on x86, 4 x 4 on Neoverse V1),
+ * and all of them, plus the two constants, must stay in registers. Too many chains for the
+ * register file is as bad as too few: twelve 64-byte chains on AVX2 (16 ymm registers) spilled
+ * to the stack and read a tenth of the peak. So the width and the chain count follow the target
+ * the build was compiled for (-march=native): the widest vectors it has and the registers it
+ * has. KL_FMA_BYTES / KL_FMA_CHAINS may be given with -D to probe another shape (tests do). */
+#if !defined(KL_FMA_BYTES)
+#if defined(__AVX512F__)
+#define KL_FMA_BYTES 64   /* 32 zmm registers */
+#define KL_FMA_CHAINS 16
+#elif defined(__AVX__)
+#define KL_FMA_BYTES 32   /* 16 ymm registers: 12 chains + 2 constants */
+#define KL_FMA_CHAINS 12
+#elif defined(__aarch64__)
+#define KL_FMA_BYTES 16   /* 32 NEON registers; up to four 128-bit FMA pipes to fill */
+#define KL_FMA_CHAINS 16
+#elif defined(__ARM_NEON) || defined(__SSE2__)
+#define KL_FMA_BYTES 16   /* 16 registers (32-bit ARM's q0-q15, xmm0-15) */
+#define KL_FMA_CHAINS 12
+#else
+#define KL_FMA_BYTES 4    /* scalar: one float per "vector" */
+#define KL_FMA_CHAINS 8
+#endif
+#endif
+#if !defined(KL_FMA_CHAINS)
+#define KL_FMA_CHAINS 12
+#endif
 
-/* fp32 FMA peak in GFLOP/s: twelve independent accumulator chains per thread hide latency. */
-double kl_fma_gflops(long iters) {
-    double total_flops = 0.0, t0 = omp_get_wtime();
-#pragma omp parallel reduction(+ : total_flops)
-    {
-        kl_vec acc[12], mul, add;
-        for (int l = 0; l < 16; l++) { mul[l] = 0.999999f; add[l] = 1e-7f * (float)l; }
-        for (int k = 0; k < 12; k++) acc[k] = add * (float)(k + 1);
-        for (long i = 0; i < iters; i++) {
-#pragma GCC unroll 12
-            for (int k = 0; k < 12; k++) acc[k] = acc[k] * mul + add;
-        }
-        float sink = 0.0f;
-        for (int k = 0; k < 12; k++) for (int l = 0; l < 16; l++) sink += acc[k][l];
-        if (sink == 12345.678f) total_flops += 1.0;  /* keeps the chains alive */
-        total_flops += (double)iters * 12.0 * 16.0 * 2.0;
+/* One probe per vector shape: BYTES-wide vectors, CHAINS accumulators per thread, each
+ * updated as acc = acc * mul + add (one FMA, or a multiply and an add where the target has no
+ * FMA: two flops per lane either way). Returns GFLOP/s over all threads. */
+#define KL_DEFINE_FMA_PROBE(NAME, BYTES, CHAINS)                                                \
+    static double NAME(double flops_per_thread) {                                               \
+        typedef float vec __attribute__((vector_size(BYTES)));                                  \
+        enum { lanes = (BYTES) / (int)sizeof(float) };                                          \
+        long iters = (long)(flops_per_thread / (2.0 * lanes * (CHAINS))) + 1;                    \
+        double total_flops = 0.0, t0 = omp_get_wtime();                                        \
+        _Pragma("omp parallel reduction(+ : total_flops)")                                      \
+        {                                                                                       \
+            vec acc[CHAINS], mul, add;                                                          \
+            for (int l = 0; l < lanes; l++) { mul[l] = 0.999999f; add[l] = 1e-7f * (float)l; }  \
+            for (int k = 0; k < (CHAINS); k++) acc[k] = add * (float)(k + 1);                   \
+            for (long i = 0; i < iters; i++) {                                                  \
+                _Pragma("GCC unroll 16")                                                        \
+                for (int k = 0; k < (CHAINS); k++) acc[k] = acc[k] * mul + add;                 \
+            }                                                                                   \
+            float sink = 0.0f;                                                                  \
+            for (int k = 0; k < (CHAINS); k++) for (int l = 0; l < lanes; l++) sink += acc[k][l]; \
+            if (sink == 12345.678f) total_flops += 1.0; /* keeps the chains alive */             \
+            total_flops += (double)iters * (CHAINS) * lanes * 2.0;                              \
+        }                                                                                       \
+        return total_flops / (omp_get_wtime() - t0) / 1e9;                                      \
     }
-    return total_flops / (omp_get_wtime() - t0) / 1e9;
+
+KL_DEFINE_FMA_PROBE(fma_target, KL_FMA_BYTES, KL_FMA_CHAINS)
+
+#if KL_FMA_BYTES == 64 && defined(__AVX512F__)
+/* Where AVX-512 has one 512-bit FMA unit and two 256-bit ones (some Xeons), or runs 512-bit
+ * code at a lower clock, 256-bit vectors reach more: a -march=native kernel may use either,
+ * so the ceiling is the faster. AVX-512VL gives 32 ymm registers. */
+#define KL_FMA_NARROW_BYTES 32
+KL_DEFINE_FMA_PROBE(fma_narrow, 32, 12)
+#else
+#define KL_FMA_NARROW_BYTES 0
+#endif
+
+/* GFLOP/s of `flops_per_thread` fp32 flops on every OpenMP thread: `narrow` 0 probes the
+ * target's vectors, 1 the narrower ones where the build has them (0.0 where it has not). */
+double kl_fma_gflops(double flops_per_thread, int narrow) {
+#if KL_FMA_NARROW_BYTES
+    if (narrow) return fma_narrow(flops_per_thread);
+#else
+    if (narrow) return 0.0;
+#endif
+    return fma_target(flops_per_thread);
 }
+
+/* The vector shape of a probe, for the report and the tests: bytes per vector, chains. */
+int kl_fma_bytes(int narrow) { return narrow ? KL_FMA_NARROW_BYTES : KL_FMA_BYTES; }
+int kl_fma_chains(int narrow) { return narrow ? (KL_FMA_NARROW_BYTES ? 12 : 0) : KL_FMA_CHAINS; }

@@ -6,8 +6,6 @@ import hashlib
 import json
 import os
 import platform as _platform
-import subprocess
-import sys
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -19,12 +17,31 @@ from klineage import settings
 from klineage.backends._arenas import HostArena, word_bytes
 from klineage.backends._build_cache import (
     SANDBOX_SOURCES,
+    CandidateBuild,
     cached_build,
+    candidate_source,
     imported_symbols,
+    refused_build,
     run_tool,
     system_call_sites,
+    toolchain_roots,
     trusted_build,
 )
+from klineage.backends._cpu_machine import (
+    PROBE,
+    clock_ghz,
+    cpu_model,
+    fma_bound_gflops,
+    last_level_cache_bytes,
+    machine_key,
+    per_core_cache_bytes,
+    probe_key,
+    run_probe,
+    simd_level,
+    theoretical_peak,
+)
+from klineage.backends._flags import refused_flag
+from klineage.backends._runner_view import host_runner_view
 from klineage.backends._shared import cached_ceilings
 from klineage.backends.base import BuildResult, Ceilings, RunnerSpec
 from klineage.errors import ToolchainError
@@ -38,7 +55,6 @@ __all__ = ["CpuBackend", "CpuDevice"]
 _BASE_FLAGS = ("-O3", "-march=native", "-fPIC", "-shared")
 _STD = {"c": "-std=gnu11", "cpp": "-std=gnu++17"}
 _ALIGN = 64  # a cache line: what an AVX-512 kernel may reasonably expect of its buffers
-_PROBE = Path(__file__).with_name("_cpu_probe.c")
 
 
 class CpuBackend:
@@ -61,7 +77,7 @@ class CpuBackend:
         return None
 
     def platform(self) -> str:
-        return f"cpu-{_platform.machine()}-{_simd_level()}"
+        return f"cpu-{_platform.machine()}-{simd_level()}"
 
     def toolchain(self) -> dict[str, str]:
         return _toolchain(settings.c_compiler(), settings.cxx_compiler())
@@ -72,14 +88,18 @@ class CpuBackend:
         compiler = settings.c_compiler() if kernel.language == "c" else settings.cxx_compiler()
         key = hashlib.sha256(
             "\0".join([kernel.source_hash(), json.dumps(self.toolchain()), self.platform(),
-                       _cpu_model(), *_BASE_FLAGS]).encode()
+                       cpu_model(), *_BASE_FLAGS]).encode()
         ).hexdigest()
+        refused = refused_flag(kernel.flags, "gcc")
+        if refused:
+            return refused_build(key, refused)
 
         def command(out: Path) -> list[str]:
             return [compiler, *_BASE_FLAGS, _STD[kernel.language], *kernel.flags,
-                    str(kernel.source), "-o", str(out), "-lm"]
+                    str(candidate_source(out, kernel.source)), "-o", str(out), "-lm"]
 
-        return cached_build(self.name, key, command)
+        jail = CandidateBuild(reads=toolchain_roots(compiler), sources=kernel.folder)
+        return cached_build(self.name, key, command, candidate=jail)
 
     def imported_symbols(self, artifact: Path) -> set[str]:
         return imported_symbols(artifact)
@@ -97,8 +117,9 @@ class CpuBackend:
         path, sha = trusted_build(SANDBOX_SOURCES / "_runner.c", self.runner_name,
                                   [settings.c_compiler(), "-O2", "-std=gnu11", *self.runner_flags,
                                    "-pthread", "-ldl"])
+        reads, devices = host_runner_view(python="-DKL_PYTHON" in self.runner_flags)
         # The runner writes this much of its own memory before each call: private caches cold.
-        return RunnerSpec(path, sha, (str(2 * _per_core_cache_bytes()),))
+        return RunnerSpec(path, sha, (str(2 * per_core_cache_bytes()),), reads, devices)
 
     def calibration_kernel(self) -> tuple[Path, str]:
         return trusted_build(SANDBOX_SOURCES / "_spin.c", "spin.so",
@@ -114,50 +135,57 @@ class CpuBackend:
         return True
 
     def device_key(self) -> str:
-        return f"cpu-{_machine_key()}"
+        return f"cpu-{machine_key()}"
 
     def open_device(self, threads: int | None) -> CpuDevice:
         return CpuDevice()
 
     def ceilings(self, threads: int | None, remeasure: bool = False) -> Ceilings:
         count = threads or 1
-        path = settings.cache_dir() / "ceilings" / f"{self.platform()}-{_machine_key()}-t{count}.json"
-        return cached_ceilings(path, lambda: self._measure(count), remeasure, _theoretical_peak(count))
+        # The probe's hash names the file: ceilings measured by another probe (the one whose
+        # 64-byte chains spilled on AVX2 read a tenth of the peak) are never read as this one's.
+        name = f"{self.platform()}-{machine_key()}-t{count}-{probe_key()}.json"
+        return cached_ceilings(settings.cache_dir() / "ceilings" / name,
+                               lambda: self._measure(count), remeasure, theoretical_peak(count))
 
-    def _measure(self, threads: int) -> Ceilings:
-        probe = KernelSpec(name="probe", source=_PROBE, language="c", flags=("-fopenmp",))
+    def _probe_artifact(self) -> Path:
+        probe = KernelSpec(name="probe", source=PROBE, language="c", flags=("-fopenmp",))
         built = self.build(probe)
         if not built.ok:
             raise ToolchainError(f"could not build the CPU ceiling probe:\n{built.log}")
-        script = (
-            "import ctypes, json, sys\n"
-            "lib = ctypes.CDLL(sys.argv[1])\n"
-            "lib.kl_copy_gbps.restype = lib.kl_fma_gflops.restype = ctypes.c_double\n"
-            "lib.kl_copy_gbps.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int]\n"
-            "lib.kl_fma_gflops.argtypes = [ctypes.c_long]\n"
-            "plain = max(lib.kl_copy_gbps(128 << 20, 3, 12, 0) for _ in range(2))\n"
-            "streaming = max(lib.kl_copy_gbps(128 << 20, 3, 12, 1) for _ in range(2))\n"
-            "fl = max(lib.kl_fma_gflops(4_000_000) for _ in range(3))\n"
-            "print(json.dumps([plain, streaming, fl]))\n"
-        )
-        count = str(threads)
-        env = {**os.environ, "OMP_NUM_THREADS": count, "OPENBLAS_NUM_THREADS": count}
-        proc = subprocess.run([sys.executable, "-c", script, str(built.artifact)], env=env,
-                              capture_output=True, text=True, timeout=600)
-        if proc.returncode != 0:
-            raise ToolchainError(f"the CPU ceiling probe failed: {proc.stderr.strip()[-500:]}")
-        memcpy_gbps, streaming_gbps, gflops = json.loads(proc.stdout)
+        return built.artifact
+
+    def _measure(self, threads: int) -> Ceilings:
+        # Imported here: the gate imports this backend (through modelnew), so a module-level
+        # import would be circular.
+        from klineage.gate.runner import LOADED_CORES
+
+        rates, other_cores = run_probe(self._probe_artifact(), threads)
+        fma = rates["fma"]  # [vector bytes, chains, GFLOP/s] per probed vector shape
+        hard_gbps, hard_gflops = theoretical_peak(threads)
+        clock = clock_ghz()
         return Ceilings(
             platform=self.platform(),
-            bandwidth_gbps=max(memcpy_gbps, streaming_gbps),
-            compute_gflops=gflops,
-            cache_bytes=_last_level_cache_bytes(),
+            bandwidth_gbps=max(rates["memcpy_gbps"], rates["streaming_copy_gbps"]),
+            compute_gflops=max(gflops for _, _, gflops in fma),
+            cache_bytes=last_level_cache_bytes(),
             threads=threads,
             measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
-            details={"cpu": _cpu_model(), "memcpy_gbps": memcpy_gbps,
-                     "streaming_copy_gbps": streaming_gbps,
-                     "copy": "best of memcpy and a streaming-store copy, 3 x 128 MiB pairs rotated",
-                     "compute": "fp32 FMA, 12 chains x 16 lanes per thread"},
+            details={
+                "cpu": cpu_model(), "memcpy_gbps": rates["memcpy_gbps"],
+                "streaming_copy_gbps": rates["streaming_copy_gbps"],
+                "copy": "best of memcpy and a streaming-store copy, 3 x 128 MiB pairs rotated",
+                "compute": "fp32 FMA, the best of " + ", ".join(
+                    f"{8 * size}-bit vectors x {chains} chains per thread: {gflops:.1f} GFLOP/s"
+                    for size, chains, gflops in fma),
+                "fma_bound_gflops": fma_bound_gflops(threads, fma[0][0] // 4),
+                "clock_ghz": clock[0] if clock else None,
+                "clock_from": clock[1] if clock else "not readable: 5 GHz assumed",
+                "theoretical_gbps": hard_gbps, "theoretical_gflops": hard_gflops,
+                "other_cores": None if other_cores is None else round(other_cores, 2),
+                # Unknown load (no /proc/stat) is not called loaded, as for timed phases.
+                "quiet": other_cores is None or other_cores < LOADED_CORES,
+            },
         )
 
 
@@ -254,68 +282,6 @@ def _toolchain(cc: str, cxx: str) -> dict[str, str]:
     if versions["cc"] == "unavailable":
         raise ToolchainError(f"C compiler {cc!r} does not run")
     return versions
-
-
-@cache
-def _cpu_flags() -> set[str]:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return set()
-    line = next((ln for ln in text.splitlines() if ln.startswith(("flags", "Features"))), "")
-    return set(line.partition(":")[2].split())
-
-
-def _simd_level() -> str:
-    flags = _cpu_flags()
-    for name in ("avx512f", "avx2", "avx", "sse2", "asimd"):
-        if name in flags:
-            return {"avx512f": "avx512", "asimd": "neon"}.get(name, name)
-    return "scalar"
-
-
-@cache
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.partition(":")[2].strip()
-    except OSError:
-        pass
-    return _platform.processor() or "unknown"
-
-
-def _machine_key() -> str:
-    return hashlib.sha256(f"{_platform.node()}|{_cpu_model()}".encode()).hexdigest()[:10]
-
-
-def _cache_size(level: int, default: int) -> int:
-    base = Path("/sys/devices/system/cpu/cpu0/cache")
-    for index in sorted(base.glob("index*")) if base.is_dir() else []:
-        try:
-            data_cache = "Instruction" not in (index / "type").read_text()
-            if int((index / "level").read_text()) == level and data_cache:
-                text = (index / "size").read_text().strip()
-                scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1], 1)
-                return int(text.rstrip("KMG")) * scale
-        except (OSError, ValueError):
-            continue
-    return default
-
-
-def _theoretical_peak(threads: int) -> tuple[float, float]:
-    """Generous upper bounds (GB/s copied, GFLOP/s fp32) no CPU core of today exceeds: 5 GHz,
-    two FMA units of the widest vectors it has, 50 GB/s of copy per thread."""
-    lanes = {"avx512": 16, "avx2": 8, "avx": 8}.get(_simd_level(), 4)
-    return 50.0 * threads, threads * 5.0 * 2 * 2 * lanes
-
-
-def _last_level_cache_bytes() -> int:
-    return _cache_size(3, 0) or _cache_size(2, 8 << 20)
-
-
-def _per_core_cache_bytes() -> int:
-    return _cache_size(2, 2 << 20)
 
 
 BACKEND = CpuBackend

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
+from klineage.backends._shared import measured_quietly
 from klineage.backends.base import Ceilings
-from klineage.gate.report import SpeedOfLight
+from klineage.gate.report import SpeedOfLight, Verdict
 from klineage.workload.model import Workload
 
-__all__ = ["COMPUTE_SLACK", "MEMORY_SLACK", "speed_of_light", "too_fast"]
+__all__ = ["COMPUTE_SLACK", "MEMORY_SLACK", "judge", "speed_of_light", "too_fast"]
 
 MEMORY_SLACK = 1.25
 """How far past the measured copy bandwidth a result may go before it is called a cheat: the
@@ -42,11 +45,43 @@ def speed_of_light(workload: Workload, median_s: float, ceilings: Ceilings,
 
 def too_fast(sol: SpeedOfLight) -> str | None:
     """A reason when the result beats a ceiling by more than measurement slack."""
-    if sol.achieved_gflops and sol.achieved_gflops > COMPUTE_SLACK * sol.compute_gflops:
-        return (f"{sol.achieved_gflops:.1f} GFLOP/s is above the measured peak "
-                f"{sol.compute_gflops:.1f} GFLOP/s: faster than speed of light")
-    if (sol.memory_enforced and sol.achieved_gbps
-            and sol.achieved_gbps > MEMORY_SLACK * sol.bandwidth_gbps):
-        return (f"{sol.achieved_gbps:.1f} GB/s is above the measured copy bandwidth "
-                f"{sol.bandwidth_gbps:.1f} GB/s: faster than speed of light")
+    above = _above(sol, sol.compute_gflops, sol.bandwidth_gbps, "measured")
+    return f"{above}: faster than speed of light" if above else None
+
+
+def judge(sol: SpeedOfLight, ceilings: Ceilings) -> tuple[Verdict, str] | None:
+    """The verdict of a result against the ceilings it was measured with; None within them.
+
+    Beating a ceiling is a cheat only where the ceiling is believed: measured with the machine
+    quiet, or the hardware's theoretical bound (``details['theoretical_gflops']`` and
+    ``['theoretical_gbps']``). A ceiling probed while other processes loaded the machine may
+    simply be low, so a result above it alone is ``unmeasurable``, never an accusation.
+    """
+    reason = too_fast(sol)
+    if reason is None:
+        return None
+    if measured_quietly(ceilings):
+        return Verdict.REJECTED_CHEAT, reason
+    details = ceilings.details
+    hard = _above(sol, details.get("theoretical_gflops"), details.get("theoretical_gbps"),
+                  "hardware's theoretical")
+    if hard:
+        return Verdict.REJECTED_CHEAT, f"{hard}: faster than speed of light"
+    other = details.get("other_cores")
+    load = ("" if other is None else
+            f" (other processes used {other:.1f} of the machine's {os.cpu_count()} cores)")
+    return Verdict.UNMEASURABLE, (
+        f"the ceiling could not be measured quietly: it was probed on a loaded machine{load}, "
+        f"and {_above(sol, sol.compute_gflops, sol.bandwidth_gbps, 'probed')}, which proves "
+        f"nothing; re-run it on a quiet machine")
+
+
+def _above(sol: SpeedOfLight, gflops: float | None, gbps: float | None, kind: str) -> str | None:
+    """What the result beats by more than the slack, among these rates (None: no such bound)."""
+    if sol.achieved_gflops and gflops and sol.achieved_gflops > COMPUTE_SLACK * gflops:
+        return f"{sol.achieved_gflops:.1f} GFLOP/s is above the {kind} peak {gflops:.1f} GFLOP/s"
+    if (sol.memory_enforced and sol.achieved_gbps and gbps
+            and sol.achieved_gbps > MEMORY_SLACK * gbps):
+        return (f"{sol.achieved_gbps:.1f} GB/s is above the {kind} copy bandwidth "
+                f"{gbps:.1f} GB/s")
     return None
