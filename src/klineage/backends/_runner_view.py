@@ -17,7 +17,7 @@ import sysconfig
 from functools import cache
 from pathlib import Path
 
-__all__ = ["cuda_runner_view", "host_runner_view"]
+__all__ = ["CUDA_WRITES", "cuda_runner_view", "host_runner_view"]
 
 _LIBRARIES = ("/lib", "/lib32", "/lib64", "/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/local/lib",
               "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d")
@@ -26,6 +26,11 @@ _HOST = ("/proc/self", "/sys/devices/system/cpu", "/sys/devices/system/node", "/
 # The CUDA driver: its settings and the GPU's state under /proc and /sys, the toolkit's runtime.
 _CUDA = ("/proc/driver", "/proc/sys", "/proc/devices", "/proc/modules", "/sys", "/usr/share/nvidia",
          "/etc/nvidia", "/usr/local/nvidia", "/usr/local/cuda")
+CUDA_WRITES = (Path("/proc"),)
+"""The CUDA driver writes its own process's settings under /proc when it starts (on the H200 it
+failed at cudaSetDeviceFlags with /proc read-only to it). The runner is nobody, who may write
+only its own /proc entries there, and that happens before candidate code runs: the filters then
+refuse every opening for writing (gate/_runner.c)."""
 _CUDA_DEVICES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-caps",
                  "/dev/nvidia-modeset", "/dev/null", "/dev/zero", "/dev/urandom")
 

@@ -62,6 +62,10 @@ class RunnerSpec:
     jailed (the null backend's runner is klineage's own model, no candidate code)."""
     devices: tuple[Path, ...] = ()
     """Device files the runner may open for reading, writing and control (a GPU's)."""
+    writes: tuple[Path, ...] = ()
+    """Where the runner may write (the CUDA driver sets up its process under /proc at its
+    first call, before any candidate code runs; from then on its filters refuse every opening
+    for writing)."""
 
 
 @dataclass(frozen=True)

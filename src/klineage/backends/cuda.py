@@ -35,7 +35,7 @@ from klineage.backends._build_cache import (
     trusted_build,
 )
 from klineage.backends._flags import refused_flag
-from klineage.backends._runner_view import cuda_runner_view
+from klineage.backends._runner_view import CUDA_WRITES, cuda_runner_view
 from klineage.backends._shared import cached_ceilings
 from klineage.backends.base import BuildResult, Ceilings, RunnerSpec
 from klineage.errors import BackendUnavailableError, ToolchainError
@@ -99,7 +99,7 @@ class CudaBackend:
         toolkit = Path(settings.nvcc()).resolve().parent.parent
         reads, devices = cuda_runner_view("-DKL_PYTHON" in self.runner_flags, toolkit)
         # No cache flush here: the L2 is flushed from the trusted side (one per GPU).
-        return RunnerSpec(path, sha, (), reads, devices)
+        return RunnerSpec(path, sha, (), reads, devices, CUDA_WRITES)
 
     def calibration_kernel(self) -> tuple[Path, str]:
         return trusted_build(SANDBOX_SOURCES / "_spin.cu", "spin.so",

@@ -98,6 +98,16 @@ static void say(const char* text) {
     }
 }
 
+/* A reply to a command, then a stop of the whole process, at once: the trusted side waits for
+ * that stop before it touches anything, and no thread of the kernel's may run between its
+ * answer and the stop (a helper finishing a call after the reply ran untimed for as long as the
+ * trusted side took to send its own SIGSTOP, 25-190 us). What the process burns after its
+ * reply anyway is charged to the call (gate/sandbox.py). */
+static void answer(const char* text) {
+    say(text);
+    raise(SIGSTOP);
+}
+
 static void fail(const char* what, const char* detail) {
     char line[512];
     snprintf(line, sizeof line, "E %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
@@ -640,7 +650,7 @@ static void run_call(launch_fn launch, char* line) {
 #endif
     char reply[64];
     snprintf(reply, sizeof reply, "R %d %lld\n", rc, (long long)elapsed);
-    say(reply);
+    answer(reply);
 }
 
 static void protect(char* line) {
@@ -652,7 +662,7 @@ static void protect(char* line) {
     if (length && mprotect(out_base + offset, length, prot ? PROT_READ | PROT_WRITE : PROT_NONE) != 0)
         fail("mprotect", strerror(errno));
 #endif
-    say("K\n");
+    answer("K\n");
 }
 
 int main(int argc, char** argv) {
@@ -701,7 +711,7 @@ int main(int argc, char** argv) {
     filter_for_running();
     char ready[96];
     snprintf(ready, sizeof ready, "READY %p %p\n", (void*)in_base, (void*)out_base);
-    say(ready);
+    answer(ready);
     char line[16384];
     while (read_line(line, sizeof line)) {
         switch (line[0]) {

@@ -52,6 +52,8 @@ _SYSCALL_NAMES_X86_64 = {
 
 
 _MAX_REPLY = 4096
+_SELF_STOP_S = 0.02
+"""How long the runner has to stop itself after its reply before we stop it."""
 _READY = re.compile(r"READY (0x[0-9a-f]+|\(nil\)) (0x[0-9a-f]+|\(nil\))")
 _RESULT = re.compile(r"R (-?[0-9]{1,10}) ([0-9]{1,18})")
 """A call's reply: the kernel's return code and the runner's clock in nanoseconds, never below
@@ -89,6 +91,9 @@ class CallResult:
     """Our clock from sending the command to reading the reply."""
     cpu_s: float
     """CPU time the candidate's process used during the call, read from outside it."""
+    after_reply_cpu_s: float = 0.0
+    """CPU time it used after its reply, before it was stopped (part of ``wall_s``): the runner
+    stops itself as it replies, so an honest call's is microseconds."""
 
 
 def private_copy(artifact: Path, sha256: str, folder: Path) -> Path:
@@ -161,8 +166,6 @@ class Candidate:
         self.in_base = self.out_base = 0
         self.in_bytes, self.out_bytes = inputs.nbytes, outputs.nbytes
         ready = self._reply_line("loading the kernel")
-        if ready.startswith("E "):
-            raise CandidateFailed("crashed", f"the runner could not start the kernel: {ready[2:]}")
         started = _READY.fullmatch(ready)
         if not started:
             raise CandidateFailed("rejected_cheat", f"loading the kernel: the candidate's process "
@@ -186,8 +189,11 @@ class Candidate:
         if not answer:
             raise CandidateFailed("rejected_cheat", f"{step}: the candidate's process answered "
                                   f"{reply[:80]!r} instead of a call result")
-        return CallResult(rc=int(answer[1]), reported_s=int(answer[2]) / 1e9, wall_s=wall,
-                          cpu_s=self._answered_cpu - cpu_before)
+        # The CPU the process burnt between its reply and its stop is the call's too: work a
+        # helper thread finished after the reply is timed, as if it ran after the rest.
+        return CallResult(rc=int(answer[1]), reported_s=int(answer[2]) / 1e9,
+                          wall_s=wall + self._after_reply_cpu, cpu_s=self._answered_cpu - cpu_before,
+                          after_reply_cpu_s=self._after_reply_cpu)
 
     def protect(self, offset: int, length: int, accessible: bool) -> None:
         if length:
@@ -222,27 +228,43 @@ class Candidate:
             return 0.0
 
     def _freeze(self, step: str) -> None:
-        """Stop the whole process the moment it has answered: between calls none of its
-        threads runs, so nothing it does can overlap our work (it cannot start on the next
-        inputs while we write them, nor finish a call after it returned)."""
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.process.pid, signal.SIGSTOP)
+        """The whole process stopped once it has answered: the runner stops itself as it
+        replies; where it has not within ``_SELF_STOP_S`` (a runner a candidate patched, or one
+        preempted on a loaded machine) our SIGSTOP does. Between calls none of its threads runs,
+        so nothing it does can overlap our work (it cannot start on the next inputs while we
+        write them, nor finish a call unseen)."""
+        deadline = time.monotonic() + _SELF_STOP_S
+        while self._wait(os.WUNTRACED | os.WNOHANG, step) is None:
+            if time.monotonic() > deadline:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.process.pid, signal.SIGSTOP)
+                self._wait(os.WUNTRACED, step)
+                break
+            time.sleep(1e-5)
+
+    def _wait(self, flags: int, step: str) -> int | None:
+        """The runner's stop (its status) if it has stopped; raises if it died."""
         try:
-            _, status = os.waitpid(self.process.pid, os.WUNTRACED)
+            pid, status = os.waitpid(self.process.pid, flags)
         except ChildProcessError:
-            return
+            return 0
+        if pid == 0:
+            return None
         if not os.WIFSTOPPED(status):  # it died meanwhile; keep what Popen would have seen
             self.process.returncode = (-os.WTERMSIG(status) if os.WIFSIGNALED(status)
                                        else os.WEXITSTATUS(status))
             self._raise_death(step)
+        return status
 
     def _send(self, line: str) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.process.pid, signal.SIGCONT)
+        """The command first, then SIGCONT: the runner finds its command waiting the moment it
+        runs again, so no thread of the kernel's runs long before the call's clock starts."""
         try:
             os.write(self._command, (line + "\n").encode())
         except BrokenPipeError:
             self._raise_death("sending a command")
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.process.pid, signal.SIGCONT)
 
     def _expect_ok(self, step: str) -> None:
         reply = self._reply_line(step)
@@ -264,12 +286,17 @@ class Candidate:
                 raise CandidateFailed("timeout", f"no progress for {self.stall_s:g} s during "
                                       f"'{step}' (a hang, or a call slower than the stall limit; "
                                       f"raise it with --timeout)")
-            ready, _, _ = select.select([self._reply], [], [], left)
+            ready, _, _ = select.select([self._reply], [], [], min(left, 0.05))
             if ready:
                 chunk = os.read(self._reply, 4096)
                 if not chunk:
                     self._raise_death(step)
                 self._buffer += chunk
+            elif self._wait(os.WUNTRACED | os.WNOHANG, step) is not None:
+                # Stopped while we wait: a self-stop that came after our SIGSTOP had already
+                # stopped it, and then our SIGCONT for this command. Let it go on.
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.process.pid, signal.SIGCONT)
         # The CPU first, then the wall: the CPU read must fall inside the wall window, or an
         # honest OpenMP kernel is charged the CPU its pool spent spinning while we were
         # descheduled between the two reads (15.2 ms of CPU in 5.9 ms, 2 threads, 2 cores).
@@ -279,7 +306,12 @@ class Candidate:
         text = line.decode(errors="replace")
         if text.startswith("S "):
             self._raise_signal(text, step)
+        if text.startswith("E "):  # the runner's own failure: it exits, it does not stop
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=2)
+            raise CandidateFailed("crashed", f"{step}: the runner failed: {text[2:200]}")
         self._freeze(step)
+        self._after_reply_cpu = max(0.0, self._cpu() - self._answered_cpu)
         self._buffer += self._pending_bytes()
         if self._buffer:
             raise CandidateFailed("rejected_cheat", f"{step}: the candidate's process wrote more "
@@ -405,8 +437,9 @@ def _confine(runner: RunnerSpec, folder: Path, cores: set[int], memory_cap: int 
     def pin() -> None:
         os.sched_setaffinity(0, cores)
 
-    jail = Jail(read=(folder, *(runner.reads or ())), devices=runner.devices, become_nobody=False,
-                private_network=False, memory_bytes=memory_cap, file_bytes=1 << 20, extra=pin)
+    jail = Jail(read=(folder, *(runner.reads or ())), write=runner.writes, devices=runner.devices,
+                become_nobody=False, private_network=False, memory_bytes=memory_cap,
+                file_bytes=1 << 20, extra=pin)
     if runner.reads is not None:
         return jail.preexec()
 
