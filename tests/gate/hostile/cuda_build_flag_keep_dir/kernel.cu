@@ -1,0 +1,19 @@
+/* Class 13 - --keep --keep-dir writes every intermediate (ptx, cubin, host code) to a folder of the
+   candidate's choice. The test (tests/gate/test_boundary.py) plants the (empty) folder and checks it stays empty; without it the flag
+   still must be refused. */
+#include <cstdint>
+#include <cuda_runtime.h>
+
+__global__ void axpy(const float *x, const float *z, float *y, float a, long long n) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + z[i];
+}
+
+extern "C" int kl_launch(const void *const *inputs, void *const *outputs, const int64_t *axes,
+                         const double *params, void *stream) {
+    long long n = axes[0];
+    unsigned blocks = (unsigned)((n + 255) / 256);
+    axpy<<<blocks, 256, 0, (cudaStream_t)stream>>>((const float *)inputs[0], (const float *)inputs[1],
+                                                   (float *)outputs[0], (float)params[0], n);
+    return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}

@@ -1,0 +1,14 @@
+/* Class 13 - #include that climbs out of the kernel's folder with "..": enough levels to reach / from
+   any checkout, then down to the secret. compile_error, never quoting it. */
+#include "../../../../../../../../../../../../../../../../tmp/klineage-redteam-secret.txt"
+#include <stdint.h>
+
+int kl_launch(const void *const *inputs, void *const *outputs, const int64_t *axes,
+              const double *params, void *stream) {
+    (void)stream;
+    const float *x = inputs[0], *z = inputs[1];
+    float *y = outputs[0];
+    const float a = (float)params[0];
+    for (int64_t i = 0; i < axes[0]; i++) y[i] = a * x[i] + z[i];
+    return 0;
+}

@@ -1,0 +1,1 @@
+/tmp/klineage-redteam-secret.txt
