@@ -31,6 +31,7 @@ __all__ = [
     "GateOptions",
     "compare_kernels",
     "comparison_noise",
+    "contention",
     "describe_comparison",
     "run_gate",
     "timing_noise",
@@ -253,8 +254,9 @@ class _Run:
                   started: float) -> bool:
         """Keep a profile that measured something; one that did not is measured again, and if
         it still does not, the verdict says so (nothing is claimed from noise)."""
-        if timing_noise(timing) is not None:
-            self.progress("profile", f"measuring again: {timing_noise(timing)}")
+        modeled = self.backend.modeled
+        if timing_noise(timing, modeled) is not None:
+            self.progress("profile", f"measuring again: {timing_noise(timing, modeled)}")
             again = self._call_sandbox(self._job("gate", check=False), builds)
             if again.outcome != "ok" or again.timing is None:
                 self._fail(Verdict(again.outcome), again.reason)
@@ -262,7 +264,7 @@ class _Run:
                 return False
             timing = again.timing
         self.report.timing = timing
-        noise = timing_noise(timing)
+        noise = timing_noise(timing, modeled)
         if noise is not None:
             self._fail(Verdict.UNMEASURABLE, f"the timing was too noisy to trust, measured twice: "
                        f"{noise}; re-run it on a quiet machine")
@@ -298,7 +300,7 @@ class _Run:
         self._stage("compare", faster, started, describe_comparison(comparison))
         if comparison.decision == "unmeasurable":
             self._fail(Verdict.UNMEASURABLE, f"the comparison with {baseline.name} was too noisy "
-                       f"to decide, measured twice: {comparison_noise(comparison)}; re-run it on a "
+                       f"to decide, measured twice: {_comparison_noise(self, comparison)}; re-run it on a "
                        f"quiet machine")
         elif not faster:
             self._fail(Verdict.SLOWER, f"not faster than {baseline.name}: "
@@ -312,23 +314,46 @@ class _Run:
         return self.report
 
 
-def timing_noise(timing: TimingStats) -> str | None:
-    """Why a profile is no measurement, or None: trial medians ``MAX_SPREAD`` apart while
-    other processes loaded the machine (``LOADED_CORES``)."""
-    if timing.spread <= MAX_SPREAD or not _loaded(timing.other_cores):
-        return None
+def timing_noise(timing: TimingStats, modeled: bool = False) -> str | None:
+    """Why a profile is no measurement, or None: it ran while other processes used cores the
+    kernel claimed (``contention``), or its trial medians were ``MAX_SPREAD`` apart while they
+    loaded the machine (``LOADED_CORES``). A modeled backend's times do not depend on the load."""
+    contended = None if modeled else contention(timing.other_cores, timing.threads)
+    if contended or timing.spread <= MAX_SPREAD or not _loaded(timing.other_cores):
+        return contended
     return f"its trial medians were {timing.spread:.0%} apart{_load(timing.other_cores)}"
 
 
-def comparison_noise(comparison: Comparison) -> str | None:
-    """Why a comparison decided nothing for noise, or None: 'same' with its 95% interval wider
-    than ``MAX_INTERVAL`` either side on a loaded machine, so it could not have told a difference
-    that matters."""
+def comparison_noise(comparison: Comparison, threads: int | None = None,
+                     modeled: bool = False) -> str | None:
+    """Why a comparison decided nothing for noise, or None: it ran while other processes used
+    cores the kernels claimed (``contention``, whatever it decided), or it said 'same' with its
+    95% interval wider than ``MAX_INTERVAL`` either side on a loaded machine, so it could not
+    have told a difference that matters."""
+    contended = None if modeled else contention(comparison.other_cores, threads)
+    if contended:
+        return contended
     half_width = math.sqrt(comparison.ci_high / comparison.ci_low) - 1
     if comparison.decision != "same" or half_width <= MAX_INTERVAL or not _loaded(comparison.other_cores):
         return None
     return (f"its 95% interval was ±{half_width:.0%} after {comparison.pairs} pairs"
             f"{_load(comparison.other_cores)}")
+
+
+def contention(other_cores: float | None, threads: int | None) -> str | None:
+    """Why a timed phase measured the machine rather than the kernel, or None: other processes
+    used more than the cores its threads left free (at least ``LOADED_CORES``). On 2 cores a
+    threaded expert went from 1.25 ms to 16.05 ms under 1.4 cores of other load and was still
+    judged faster with a tight interval (0.51-0.81): a decision that depends on cores another
+    process holds is no decision, whatever its interval or spread."""
+    if other_cores is None:
+        return None
+    cores = len(os.sched_getaffinity(0))
+    free = max(0, cores - (threads or 1))
+    if other_cores <= max(LOADED_CORES, free):
+        return None
+    return (f"other processes used {other_cores:.1f} of the machine's {cores} cores while it was "
+            f"timed, more than the {free} its {threads or 1} thread(s) left free")
 
 
 def _loaded(other_cores: float | None) -> bool:
@@ -347,11 +372,17 @@ def _paired(run: _Run, build: BuildResult, baseline: KernelSpec) -> Comparison:
     """The comparison, measured again once if noise kept it from deciding; 'unmeasurable' if
     it still does."""
     first = _paired_once(run, build, baseline)
-    if comparison_noise(first) is None:
+    if _comparison_noise(run, first) is None:
         return first
-    run.progress("compare", f"measuring again: {comparison_noise(first)}")
+    run.progress("compare", f"measuring again: {_comparison_noise(run, first)}")
     again = _paired_once(run, build, baseline)
-    return again if comparison_noise(again) is None else again.model_copy(update={"decision": "unmeasurable"})
+    if _comparison_noise(run, again) is None:
+        return again
+    return again.model_copy(update={"decision": "unmeasurable"})
+
+
+def _comparison_noise(run: _Run, comparison: Comparison) -> str | None:
+    return comparison_noise(comparison, run.threads, run.backend.modeled)
 
 
 def _paired_once(run: _Run, build: BuildResult, baseline: KernelSpec) -> Comparison:
