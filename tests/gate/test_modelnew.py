@@ -1,8 +1,9 @@
 """ModelNew kernels (KernelBench's kernel.py with a load_inline C++ extension) through the whole
 gate on the CPU: an honest one is accepted; each hostile one gets the verdict of the check that
-stops it. The extension is compiled once (the hostile kernels share the honest one's sources).
-For CUDA ModelNews, what needs no GPU: their parse, the units and flags load_inline would
-compile, the static checks and the compile errors (the gate itself: tests/gpu)."""
+stops it. The extension is compiled once (the hostile kernels share the honest one's sources;
+``below_dispatcher`` alone has its own). For CUDA ModelNews, what needs no GPU: their parse, the
+units and flags load_inline would compile, the static checks and the compile errors (the gate
+itself: tests/gpu)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import json
 import os
 import shutil
 import stat
+import subprocess
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -17,11 +19,13 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
+from klineage import settings
 from klineage.backends import backend_for, modelnew_cuda
 from klineage.backends._modelnew_parse import extension_of
-from klineage.backends.modelnew import _main_cpp
+from klineage.backends.modelnew import BELOW_THE_DISPATCHER, TRACE_ENV, _main_cpp
 from klineage.backends.modelnew_cuda import ModelNewCudaBackend, cuda_unit, nvcc_flags
 from klineage.gate import GateOptions, Limits, run_gate
+from klineage.gate._optrace import _computed_outside, parsed_report, runner_log, trace_blind_spots
 from klineage.gate.static import forbidden_in_source
 from klineage.workload import load_kernel, load_workload
 from klineage.workload.kernelbench import import_kernelbench
@@ -80,11 +84,113 @@ def test_computed_extension_sources_are_a_compile_error_that_says_why(relu):
     ("writes_input", "incorrect", "input 'x' was modified"),
     ("cached_output", "incorrect", "seed"),
     ("low_precision", "incorrect", "out"),
-    ("opens_a_file", "rejected_cheat", "fadvise64); the sandbox stopped it"),
+    # the runner's jail has no /etc: the open itself is refused (before the jail, fadvise64 trapped)
+    ("opens_a_file", "crashed", "Permission denied"),
+    # it uses torch's relu where it believes it is not traced: it can no longer tell, so always
+    ("detects_the_trace", "rejected_cheat", "outside the custom extension: aten::relu"),
+    # the reference's own CPU kernel, behind macros the source scan cannot read: the symbols show it
+    ("below_dispatcher", "rejected_cheat",
+     f"imports 'at::cpu::relu(at::Tensor const&)' ({BELOW_THE_DISPATCHER})"),
 ])
 def test_hostile_modelnews_get_the_verdict_of_the_check_that_stops_them(relu, name, verdict, words):
     report = gate(relu, name)
     assert report.verdict == verdict and words in report.reason, report.reason
+
+
+def test_a_forward_sees_the_same_extension_in_the_traced_runner_as_in_any_other(relu):
+    # detects_the_trace prints all it can read of its extension at its first call: the same
+    # whether the runner is traced or not (it printed a wrapper's type and repr once).
+    kernel = load_kernel(relu, KERNELS / "detects_the_trace")
+    backend = backend_for(kernel.language)
+    build = backend.build(kernel)
+    logs = [runner_log(relu, backend, build, LIMITS, env) for env in ({TRACE_ENV: "t0ken:3"}, {})]
+    seen = [[line for line in log.splitlines() if line.startswith("KL_SEEN")] for log in logs]
+    assert len(seen[0]) == 1 and seen[0] == seen[1], seen
+    assert "'module'" in seen[0][0] and "'builtin_function_or_method', 'relu'" in seen[0][0]
+
+
+def test_a_trace_report_is_believed_only_whole_and_under_its_token():
+    good = 'KL_TRACE t0k {"extension": ["aten::empty_like"], "forward": [["", "aten::view"]]}'
+    assert parsed_report(f"noise\n{good}\n", "t0k") == {"extension": ["aten::empty_like"],
+                                                         "forward": [["", "aten::view"]]}
+    for log in ("", good.replace("t0k", "other"), f"{good}\n{good}", good[:-2], good.replace('""', "1"),
+                'KL_TRACE t0k {"extension": "aten::relu", "forward": []}', "KL_TRACE t0k [1, 2]"):
+        assert parsed_report(log, "t0k") is None, log
+
+
+def test_composite_ops_outside_the_extension_are_judged_by_what_they_run():
+    # torch's dispatch mode (which records the reference) sees what composite ops run; the
+    # recorder sees the composite op first: expand_as is glue, linear is a matmul.
+    assert _computed_outside([["", "aten::expand_as"], ["aten::expand_as", "aten::expand"],
+                              ["", "aten::to.dtype"], ["aten::to.dtype", "aten::_to_copy"]]) == []
+    linear = [["", "aten::linear"], ["aten::linear", "aten::t"], ["aten::linear", "aten::matmul"],
+              ["aten::matmul", "aten::mm"]]
+    assert _computed_outside(linear) == ["aten::mm"]
+    assert _computed_outside([["", "aten::relu"], ["aten::relu", "aten::clamp_min"]]) == ["aten::relu"]
+    assert _computed_outside([["", "aten::made_up.x"]]) == ["aten::made_up"]  # unknown: computes
+    assert _computed_outside([["", "\u00e9::\u00fc"]]) == ["\u00e9::\u00fc"]  # the report is the candidate's
+
+
+def test_static_entry_points_and_recorder_switches_are_caught_in_the_extension_source(tmp_path):
+    lines = ["torch::Tensor a(torch::Tensor x) { return at::cpu::_softmax(x, 1, false); }",
+             "torch::Tensor b(torch::Tensor x) { return at::native::relu(x); }",
+             "torch::Tensor c(torch::Tensor x) { return at::_ops::relu::redispatch(x.key_set(), x); }",
+             "void d(torch::Tensor o, torch::Tensor x) { at::compositeexplicitautograd::relu_out(o, x); }",
+             "torch::Tensor e(torch::Tensor x) { at::RecordFunctionGuard off(false); return at::relu(x); }",
+             "TORCH_LIBRARY_IMPL(aten, CPU, m) {}",
+             # honest: at::cuda's helpers, ATen's header-only loops over the extension's own lambda
+             "torch::Tensor f(torch::Tensor x) { auto s = at::cuda::getCurrentCUDAStream(); return x; }",
+             "void g(at::TensorIterator& it) { at::native::cpu_kernel(it, [](float v) { return v; }); }"]
+    text = "\n".join(lines)
+    (tmp_path / "kernel.py").write_text(
+        f'from torch.utils.cpp_extension import load_inline\n\nS = """\n{text}\n"""\n'
+        f'ext = load_inline(name="x", cpp_sources=S, functions=["a"])\n')
+    found = forbidden_in_source(tmp_path / "kernel.py")
+    assert [line.split(":")[1] for line in found] == ["2", "3", "4", "5", "6", "7"], found
+    assert all(BELOW_THE_DISPATCHER in line for line in found[:4]), found
+    assert "uses at::cpu::_softmax" in found[0] and "uses RecordFunctionGuard" in found[4], found
+
+
+def test_blind_spots_name_static_entries_and_definitions_of_what_our_code_calls(tmp_path):
+    """On objects of our own making (no torch headers, so no 30 s compile): an entry point
+    below the dispatcher imported, a function the shim calls defined, and a strong definition
+    of a template instance the recorder holds weakly; an honest weak one stays ours."""
+    units = {
+        "ext.o": ("c++", "namespace at { class Tensor; namespace cpu { Tensor& relu_(Tensor& self); } }\n"
+                         "at::Tensor& f(at::Tensor& x) { return at::cpu::relu_(x); }\n"
+                         "extern \"C\" const char* PyUnicode_AsUTF8(void* o) { return (const char*)o; }\n"
+                         "template <typename T> T twice(T x) { return x + x; }\n"
+                         "template <> int twice<int>(int x) { return x; }\n"
+                         "long g(long x) { return twice(x); }\n"),
+        "kl_shim.o": ("c", "const char* PyUnicode_AsUTF8(void* o);\n"
+                           "const char* name(void* o) { return PyUnicode_AsUTF8(o); }\n"),
+        "kl_recorder.o": ("c++", "template <typename T> T twice(T x) { return x + x; }\n"
+                                 "int h(int x) { return twice(x); }\nlong k(long x) { return twice(x); }\n"),
+    }
+    for name, (language, text) in units.items():
+        (tmp_path / f"{name}.src").write_text(text)
+        subprocess.run([settings.cxx_compiler(), "-x", language, "-O0", "-c", str(tmp_path / f"{name}.src"),
+                        "-o", str(tmp_path / name)], check=True)
+    assert trace_blind_spots(tmp_path / "kernel.so") == []  # not a ModelNew build
+    (tmp_path / "modelnew_config.h").write_text("")
+    found = trace_blind_spots(tmp_path / "kernel.so")
+    assert found[0] == f"imports 'at::cpu::relu_(at::Tensor&)' ({BELOW_THE_DISPATCHER})", found
+    assert [line.split("'")[1] for line in found[1:]] == ["PyUnicode_AsUTF8", "int twice<int>(int)"], found
+    assert "which klineage's code in the runner (the op recorder or the shim) calls" in found[1]
+
+
+def test_kernel_py_reaches_no_standard_module_and_no_frame(tmp_path):
+    # with them a forward could read the stack (loading, which is traced, or the gate's calls)
+    # or load any object (pickle); torch's ops named like a standard module stay usable
+    (tmp_path / "kernel.py").write_text(
+        "import math\nimport torch\n\n\ndef f(x):\n"
+        "    torch.serialization.pickle.loads(b'')\n    torch.cuda.traceback.extract_stack()\n"
+        "    g = (i for i in [1])\n    g.gi_frame.f_back\n    torch.profiler.profile()\n"
+        "    torch.functional.operator.attrgetter('x')\n"
+        "    return x.chunk(2), x.select(0, 0), x.trace(), torch.random.manual_seed(0), math.sqrt(2)\n")
+    found = forbidden_in_source(tmp_path / "kernel.py")
+    assert [line.split(":")[1] for line in found] == ["6", "7", "9", "9", "10", "10", "11"], found
+    assert "touches .pickle" in found[0] and "touches .gi_frame (a frame" in found[3], found
 
 
 def test_sneaky_ways_to_internals_are_caught_statically(tmp_path):
@@ -244,3 +350,28 @@ def test_a_root_gate_refuses_a_cuda_runner_nobody_could_start():
         (private / "lib").symlink_to(folder)
         assert modelnew_cuda._first_unreadable_by_others([private / "lib" / "libpython.so"]) == \
             f"{private} (others may not enter it)"
+
+
+def test_extra_flags_of_an_extension_pass_the_flag_allow_list(relu, tmp_path):
+    # load_inline's extra_cflags and extra_cuda_cflags reach the compiler as a kernel.toml's flags do
+    marker = tmp_path / "wrapper-ran"
+    source = (KERNELS / "honest_relu" / "kernel.py").read_text().replace(
+        'functions=["relu"]', f'functions=["relu"], extra_cflags=["-wrapper", "/bin/sh,-c,touch {marker}"]')
+    assert "extra_cflags" in source
+    folder = tmp_path / "flagged"
+    folder.mkdir()
+    (folder / "kernel.py").write_text(source)
+    (folder / "kernel.toml").write_text((KERNELS / "honest_relu" / "kernel.toml").read_text())
+    report = run_gate(relu, load_kernel(relu, folder), options=GateOptions(profile=False, limits=LIMITS))
+    assert report.verdict == "compile_error" and "'-wrapper' is not allowed" in report.reason
+    assert not marker.exists()
+    cuda = extension_of_text('cuda_sources=["__global__ void k() {}"], '
+                             'extra_cuda_cflags=["-ccbin", "/tmp/x"]')
+    assert "'-ccbin' is not allowed" in ModelNewCudaBackend()._refused(cuda)
+
+
+def extension_of_text(arguments: str):
+    path = Path(tempfile.mkdtemp()) / "kernel.py"
+    path.write_text("from torch.utils.cpp_extension import load_inline\n"
+                    f"ext = load_inline(name='x', cpp_sources='int f();', functions=['f'], {arguments})\n")
+    return extension_of(path)

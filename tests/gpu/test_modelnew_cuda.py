@@ -2,7 +2,8 @@
 the whole gate on a GPU, for imported KernelBench problems: honest ones (ReLU, row softmax,
 RMSNorm with its weight) are accepted; each hostile one gets the verdict of the check that stops
 it. Skipped without a GPU; run on the device with ``pytest -m gpu`` (passed on the H200,
-2026-12-02)."""
+2026-12-02; ``detects_the_trace`` and ``below_dispatcher``, with the op recorder in C++, not yet
+run there)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ CASES = [
     ("1_relu", "torch_relu", "rejected_cheat", "aten::relu"),  # the op trace, run on the GPU
     ("1_relu", "half_precision", "incorrect", "out"),  # correctness, decided outside the process
     ("1_relu", "own_stream", "rejected_cheat", "imports 'cudaStreamCreate'"),  # the object's symbols
+    # torch's relu where it believes it is not traced: it cannot tell, so the trace sees it
+    ("1_relu", "detects_the_trace", "rejected_cheat", "outside the custom extension: aten::relu"),
+    # ATen's CUDA relu kernel below the dispatcher, behind macros: the object's symbols show it
+    ("1_relu", "below_dispatcher", "rejected_cheat", "imports 'at::cuda::relu(at::Tensor const&)' (an ATen"),
     ("2_row_softmax", "honest_softmax", "accepted", ""),
     ("4_rmsnorm", "honest_rmsnorm", "accepted", ""),  # its weight comes from the gate's inputs
 ]

@@ -72,7 +72,8 @@ def candidate_source(out: Path, source: Path) -> Path:
 
 def run_jailed(command_for, artifact_name: str, build: CandidateBuild, final: Path,
                timeout: float) -> JailedOutcome:
-    """Run the compiler for ``command_for(out)`` in a jail and copy the artifact to ``final``."""
+    """Run the compiler for ``command_for(out)`` in a jail; copy the artifact to ``final``, and
+    the other files of the output folder beside it."""
     workspace = Path(tempfile.mkdtemp(prefix="klineage-build-"))
     try:
         workspace.chmod(0o755)
@@ -87,15 +88,21 @@ def run_jailed(command_for, artifact_name: str, build: CandidateBuild, final: Pa
                 os.chown(folder, NOBODY, NOBODY)
         command = [str(c) for c in command_for(out / artifact_name)]
         ok, log = _run(command, jail, out, timeout)
-        built = out / artifact_name
-        ok = ok and stat.S_ISREG(os.lstat(built).st_mode) if os.path.lexists(built) else False
-        if ok:
-            shutil.copyfile(built, final)
+        ok = ok and _regular(out / artifact_name)
+        if ok:  # the artifact, and what the build kept beside it (a ModelNew's objects)
+            for path in out.iterdir():
+                if _regular(path):
+                    shutil.copyfile(path, final.parent / path.name)
         isa = None if ok else missing_isa(log)  # before the header's lines are left out
         log = candidate_log(log, workspace / SOURCES).replace(str(out) + "/", "")
         return JailedOutcome(ok, f"{isa}\n{log}" if isa else log, command, jail.describe())
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
+
+
+def _regular(path: Path) -> bool:
+    """A regular file, not a link the compiler made to lead a copy elsewhere."""
+    return os.path.lexists(path) and stat.S_ISREG(os.lstat(path).st_mode)
 
 
 def _run(command: Sequence[str], jail: Jail, out: Path, timeout: float) -> tuple[bool, str]:

@@ -6,10 +6,13 @@ constructor while the runner loads it (read-only opens allowed), then ``call`` o
 ``start`` imports torch, puts a ``load_inline`` in place that returns the extension we built
 (it is linked into the shim itself, so no other file is loaded), runs kernel.py, builds one
 ``ModelNew`` per size the gate will call (seeded as the reference seeds ``Model``, on the
-workload's device) and runs each call's whole path once, so lazy state, torch's threads and
-every GPU kernel the calls launch are loaded before the runner's final filter. With
-``KL_MODELNEW_TRACE`` (a token) our dispatch mode is entered before kernel.py runs, and the aten ops
-of the forward calls are printed (in the extension's calls or not) for the trusted side to judge.
+workload's device) and runs each call's whole path a few times, so lazy state, torch's threads
+and every GPU kernel the calls launch are loaded before the runner's final filter. The shim's op
+recorder is on meanwhile, in every runner alike; with ``KL_MODELNEW_TRACE`` (a token) what it
+saw of the forward calls is printed after the token for the trusted side to judge. Nothing
+kernel.py can reach differs between a traced runner and any other: the extension is the module
+load_inline would give (its calls are marked in C), and the number of calls per size is drawn
+the same way in both.
 """
 
 import contextlib
@@ -18,6 +21,7 @@ import importlib.util
 import json
 import math
 import os
+import secrets
 import sys
 import traceback
 import types
@@ -25,60 +29,31 @@ import warnings
 
 import _kl_shim
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 SPEC = json.loads(os.environ["KL_MODELNEW"])
 DEVICE = SPEC["device"]  # "cpu", or "cuda": the arenas are device memory and calls get a stream
 # "token:calls", secret (gone before kernel.py runs): our report's prefix, forward calls per size
 TRACE, _, _CALLS = os.environ.pop("KL_MODELNEW_TRACE", "").partition(":")
+# Every runner calls each size's forward as many times as a traced one may, drawn the same way,
+# so the calls' order and number cannot tell kernel.py which runner it is in.
+CALLS = int(_CALLS) if TRACE else 2 + secrets.randbelow(SPEC["traced_calls"] - 1)
 _DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
            "float64": torch.float64, "int8": torch.int8, "int32": torch.int32,
            "int64": torch.int64, "uint8": torch.uint8, "bool": torch.bool}
-_state = {"models": {}, "in_extension": 0, "in_forward": False, "streams": {}}
-_ops = {"forward": set(), "extension": set()}
-
-
-class _Recorder(TorchDispatchMode):
-    @classmethod
-    def _should_skip_dynamo(cls):  # else its first op imports dynamo, which wants a cache folder
-        return False
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if _state["in_forward"]:
-            _ops["extension" if _state["in_extension"] else "forward"].add(func._schema.name)
-        return func(*args, **(kwargs or {}))
-
-
-class _Traced:
-    """The extension, marking the ops its functions issue."""
-
-    def __init__(self, module):
-        self._module = module
-
-    def __getattr__(self, name):
-        function = getattr(self._module, name)
-        if not callable(function):
-            return function
-
-        def call(*args, **kwargs):
-            _state["in_extension"] += 1
-            try:
-                return function(*args, **kwargs)
-            finally:
-                _state["in_extension"] -= 1
-        return call
+_state = {"models": {}, "streams": {}}
 
 
 def _load_inline(*args, **kwargs):
     """The extension kernel.py's sources were compiled into (its arguments were read and
-    checked at build time; these are ignored)."""
+    checked at build time; these are ignored), as itself: its calls are marked in C."""
     if not _kl_shim.EXTENSION:
         raise RuntimeError("kernel.py calls load_inline, but no extension was built for it")
     loader = importlib.machinery.ExtensionFileLoader(_kl_shim.EXTENSION, _kl_shim.LIBRARY)
     module = importlib.util.module_from_spec(
         importlib.util.spec_from_loader(_kl_shim.EXTENSION, loader))
     loader.exec_module(module)
-    return _Traced(module) if TRACE else module
+    _kl_shim.mark(module)
+    return module
 
 
 def _reference():
@@ -109,13 +84,26 @@ def _forward(model, reference, tensors):
     named = dict(zip([name for name, _ in SPEC["inputs"]], tensors, strict=True))
     args = [named[name] for name in reference.INPUTS]
     weights = {key: named[name] for name, key in reference.WEIGHTS.items()}
-    _state["in_forward"] = True
+    _kl_shim.forward(True)  # for the recorder: ops from here on are the forward's
     try:
         if weights:
             return torch.func.functional_call(model, weights, tuple(args), strict=True)
         return model(*args)
     finally:
-        _state["in_forward"] = False
+        _kl_shim.forward(False)
+
+
+def _recorded():
+    """The recorder's lines as the trace's report: the ops in the extension's calls, and those
+    outside them in a forward with the op each ran inside ("" for none)."""
+    ops = {"extension": [], "forward": []}
+    for line in _kl_shim.recorded().splitlines():
+        kind, *names = line.split("\t")
+        if kind == "e":
+            ops["extension"].append(names[0])
+        else:
+            ops["forward"].append(names)
+    return ops
 
 
 def _sample(dims, dtype):
@@ -130,8 +118,7 @@ def start():
     warnings.filterwarnings("ignore", message="The given buffer is not writable")
     torch.set_num_threads(SPEC["threads"])
     torch.set_grad_enabled(False)
-    if TRACE:
-        _Recorder().__enter__()  # before kernel.py exists, and never left
+    _kl_shim.record(True)  # before kernel.py exists, in every runner
     reference = _state["reference"] = _reference()
     kernel = _kernel()
     if not hasattr(kernel, "ModelNew"):
@@ -141,7 +128,7 @@ def start():
         torch.manual_seed(0)  # as the reference builds Model
         model = kernel.ModelNew(*init).to(DEVICE)  # as the reference moves Model
         _state["models"][tuple(shape["axes"].values())] = model, shape
-        for _ in range(int(_CALLS) if TRACE else 1):
+        for _ in range(CALLS):
             given = [_sample(d, t) for d, (_, t) in zip(shape["inputs"], SPEC["inputs"], strict=True)]
             outputs = [torch.empty(d, dtype=_DTYPES[t], device=DEVICE)
                        for d, (_, t) in zip(shape["outputs"], SPEC["outputs"], strict=True)]
@@ -151,8 +138,9 @@ def start():
                  _views([t.data_ptr() for t in outputs], shape, "outputs", True))
     if DEVICE == "cuda":
         torch.cuda.synchronize()  # the warm-up is done before the first timed call
+    _kl_shim.record(False)  # the calls run as they are timed
     if TRACE:
-        print(f"KL_TRACE {TRACE} " + json.dumps({k: sorted(v) for k, v in _ops.items()}), flush=True)
+        print(f"KL_TRACE {TRACE} " + json.dumps(_recorded()), flush=True)
     return len(SPEC["inputs"]), len(SPEC["outputs"]), len(SPEC["axis_names"]), len(SPEC["params"])
 
 

@@ -11,8 +11,10 @@ and the host (``_modelnew_host.py``), which run only in the sandboxed runner. Th
 ``_runner.c`` built with ``KL_PYTHON``: the profile an interpreter needs (docs/gate.md).
 
 Static checks look at the candidate's objects, not at the shim: symbols of torch, c10, pybind11
-and Python are the framework, whose ops the dispatch trace judges (``gate/_optrace``); the
-rest meets the usual allow- and deny-lists, and the ways out of that trace are denied here.
+and Python are the framework, whose ops the op trace judges (``gate/_optrace``); the rest meets
+the usual allow- and deny-lists, and the ways out of that trace are denied here: what stops or
+steps around its recorder, and ATen's kernels called below the dispatcher (``_optrace`` refuses
+them, and definitions that would take the place of what the shim and its recorder call).
 """
 
 from __future__ import annotations
@@ -21,54 +23,58 @@ import fnmatch
 import hashlib
 import json
 import shutil
-import sys
-import sysconfig
 from collections.abc import Callable
 from dataclasses import replace
-from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
 from klineage import settings
 from klineage.backends._build_cache import (
+    CandidateBuild,
     cached_build,
     defined_symbols,
     imported_symbols,
+    refused_build,
     system_call_sites,
+    toolchain_roots,
 )
+from klineage.backends._flags import refused_flag
 from klineage.backends._modelnew_parse import Extension, ExtensionError, extension_of
+from klineage.backends._modelnew_symbols import (
+    ALLOWED_SYMBOLS,
+    BELOW_THE_DISPATCHER,
+    DENIED_SYMBOLS,
+    FRAMEWORK,
+    below_the_dispatcher,
+    op_entry_points,
+)
+from klineage.backends._modelnew_torch import embedded_python, torch_compile_flags, torch_paths
 from klineage.backends.base import SANDBOX_WORKLOAD, BuildResult
 from klineage.backends.cpu import CpuBackend
 from klineage.errors import ToolchainError
 from klineage.workload.model import KernelSpec, Workload
 
-__all__ = ["ALLOWED_SYMBOLS", "DENIED_SYMBOLS", "TRACE_ENV", "ModelNewBackend", "ModelNewBuild",
-           "embedded_python", "torch_compile_flags"]
+__all__ = ["ALLOWED_SYMBOLS", "BELOW_THE_DISPATCHER", "DENIED_SYMBOLS", "TRACED_CALLS", "TRACE_ENV",
+           "ModelNewBackend", "ModelNewBuild", "below_the_dispatcher", "build_objects", "embedded_python",
+           "op_entry_points", "torch_compile_flags"]
 
 TRACE_ENV = "KL_MODELNEW_TRACE"
-"""Set in a runner's environment to a secret token: the host records the forward's aten ops and
-prints them after the token (``gate/_optrace``)."""
+"""Set in a runner's environment to a secret token and call count: the host prints what the op
+recorder saw of the forward after the token (``gate/_optrace``)."""
+TRACED_CALLS = 8
+"""The most forward calls per size a runner makes while it loads (each draws 2 to this many, a
+traced one in secret): the trace sees the calls every runner makes."""
 _HERE = Path(__file__).parent
 _HOST = _HERE / "_modelnew_host.py"
 _SHIM = _HERE / "_modelnew_shim.c"
-_LINK_RECIPE = "2: the shim after the extension"
+_LINK_RECIPE = "3: the recorder, the extension, the shim"
 """Part of kernel.so's cache key: a change to how it is linked rebuilds what was linked before."""
-_FRAMEWORK = (*(f"{prefix}{space}::*" for space in ("at", "c10", "torch", "pybind11", "caffe2")
-                for prefix in ("", "* ", "typeinfo for ", "vtable for ")), "Py*", "_Py*", "THP*")
-"""Symbols of the framework an extension is written against: their ops are judged by the trace."""
-_LEAVES_THE_TRACE = ("PyRun_*", "Py_Compile*", "PyEval_Eval*", "PyImport_*", "c10::impl::tls_*",
-                     "*PythonTLSSnapshot*", "*TorchDispatchMode*", "*_set_dispatch_mode*")
-"""Framework symbols that run Python or change dispatch state: torch's own headers never make an
-honest extension import these (the guards they do inline are caught in the source instead)."""
-DENIED_SYMBOLS = {
-    "running Python or stepping outside torch's dispatcher (the op trace) from C++": _LEAVES_THE_TRACE,
-}
-ALLOWED_SYMBOLS = ("_GLOBAL_OFFSET_TABLE_", "DW.ref.*", "__dso_handle", "VTT for std::*", "strdup")
-"""An object file's C++ plumbing (the checks read the objects, before they are linked)."""
 _CONFIG = "modelnew_config.h"
 """What the shim is built with; beside a kernel.so, it marks a ModelNew build."""
 _OBJECTS = "ext*.o"
 """The candidate's objects, kept beside the linked kernel.so for the static checks."""
+_OURS = ("kl_recorder.o", "kl_shim.o")
+"""Ours, kept beside them: what they call must not be the candidate's."""
 
 
 class ModelNewBuild:
@@ -95,44 +101,80 @@ class ModelNewBuild:
         try:
             toolchain = self.toolchain()
         except ToolchainError as exc:  # a compiler this kernel needs is missing
-            return _failed(kernel.source_hash(), str(exc))
+            return refused_build(kernel.source_hash(), str(exc))
         key = _key(kernel.source_hash(), _HOST.read_bytes(), _SHIM.read_bytes(), _LINK_RECIPE,
                    json.dumps(embedded_python()), json.dumps(toolchain), self.platform())
         try:
             extension = extension_of(kernel.source)
         except (ExtensionError, SyntaxError) as exc:
-            return _failed(key, str(exc))
+            return refused_build(key, str(exc))
         refused = self._refused(extension)
         if refused:
-            return _failed(key, refused)
+            return refused_build(key, refused)
         objects = self._objects(extension) if extension else []
+        config = _config(kernel.source.read_text(), extension)
         failed = next((o for o in objects if not o.ok), None)
+        ours = [self._recorder(), self._shim(config)] if failed is None else []
+        failed = failed or next((o for o in ours if not o.ok), None)
         if failed is not None:
             return failed
-        key = _key(key, *(o.artifact.read_bytes() for o in objects if o.artifact))
-        name = extension.name if extension else ""
+        key = _key(key, *(o.artifact.read_bytes() for o in (*objects, *ours) if o.artifact))
 
         def command(out: Path) -> list[str]:
-            (out.parent / _CONFIG).write_text(_config(kernel.source.read_text(), name))
-            kept = [out.parent / o.artifact.name for o in objects if o.artifact]
-            for obj, copy in zip(objects, kept, strict=True):  # kept beside the shim for the checks
+            (out.parent / _CONFIG).write_text(config)  # marks a ModelNew build
+            kept = [out.parent / o.artifact.name for o in (*objects, *ours) if o.artifact]
+            for obj, copy in zip((*objects, *ours), kept, strict=True):  # beside kernel.so, for the checks
                 shutil.copyfile(obj.artifact, copy)
+            *candidate, recorder, shim = kept
             python = embedded_python()
-            # The shim last: the loader runs a library's constructors in link order, and the
-            # shim's runs the ModelNew, so the extension's own (its static initializers, nvcc's
-            # registration of its GPU kernels) must have run before it.
-            return [settings.cxx_compiler(), "-O2", "-fPIC", "-shared", f"-I{out.parent}",
-                    f"-I{python['include']}", *map(str, kept), "-x", "c", str(_SHIM), "-x", "none",
-                    "-o", str(out), *self._torch_link(), python["library"],
+            # The loader runs a library's constructors in link order, and the shim's runs the
+            # ModelNew, so the extension's own (its static initializers, nvcc's registration of its
+            # GPU kernels) must have run before it: the shim last. The recorder first: where it
+            # and the extension hold the same template instance, the linker keeps the first.
+            return [settings.cxx_compiler(), "-fPIC", "-shared", str(recorder), *map(str, candidate),
+                    str(shim), "-o", str(out), *self._torch_link(), python["library"],
                     f"-Wl,-rpath,{python['libdir']}", "-ldl"]
 
-        linked = cached_build(self.name, key, command)
+        linked = cached_build(self.name, key, command, candidate=self._jail(settings.cxx_compiler()))
         resources = {k: v for o in objects for k, v in o.resources.items()}  # nvcc's ptxas report
         return replace(linked, resources=resources) if resources else linked
 
+    def _recorder(self) -> BuildResult:
+        """The op recorder, the shim's C++ half: compiled once, with torch's headers only."""
+        includes, _, abi = torch_paths(self.device_type)
+        flags = ["-x", "c++", "-O2", "-fPIC", "-std=c++17", *(a for p in includes for a in ("-isystem", p)),
+                 f"-D_GLIBCXX_USE_CXX11_ABI={int(abi)}"]
+        key = _key(_SHIM.read_bytes(), settings.cxx_compiler(), *flags, json.dumps(self.toolchain()))
+        return cached_build(f"{self.name}-recorder", key,
+                            lambda out: [settings.cxx_compiler(), "-c", *flags, str(_SHIM), "-o", str(out)],
+                            artifact_name=_OURS[0])
+
+    def _shim(self, config: str) -> BuildResult:
+        """The shim, compiled as C with this kernel's config (kernel.py and the host, as bytes)."""
+        include = embedded_python()["include"]
+        key = _key(_SHIM.read_bytes(), config, settings.cxx_compiler(), include, json.dumps(self.toolchain()))
+
+        def command(out: Path) -> list[str]:
+            (out.parent / _CONFIG).write_text(config)
+            return [settings.cxx_compiler(), "-x", "c", "-c", "-O2", "-fPIC", f"-I{out.parent}",
+                    f"-I{include}", str(_SHIM), "-o", str(out)]
+
+        return cached_build(f"{self.name}-shim", key, command, artifact_name=_OURS[1])
+
     def _refused(self, extension: Extension | None) -> str | None:
-        """Why this backend cannot build the extension at all, if it cannot."""
-        return None
+        """Why this backend cannot build the extension at all, if it cannot: a flag in
+        ``extra_cflags`` off the allow-list (they reach the compiler as a kernel.toml's do)."""
+        return refused_flag(extension.extra_cflags, "gcc") if extension is not None else None
+
+    def _jail(self, compiler: str) -> CandidateBuild:
+        """What a build of the candidate's extension may read: the toolchain, torch's headers and
+        libraries, the interpreter's headers and library (its sources are written beside the
+        output, the one folder it may write)."""
+        includes, libraries, _ = torch_paths(self.device_type)
+        python = embedded_python()
+        folders = (*includes, *libraries, python["include"], python["libdir"])
+        return CandidateBuild(reads=(*toolchain_roots(compiler, settings.cxx_compiler()),
+                                     *map(Path, folders)))
 
     def _objects(self, extension: Extension) -> list[BuildResult]:
         """The extension compiled as load_inline would: its C++ (and, on CUDA, its CUDA)."""
@@ -153,10 +195,10 @@ class ModelNewBuild:
             return [compiler, "-c", *flags, str(source), "-o", str(out)]
 
         return cached_build(f"{self.name}-extension", key, command, report, timeout=900,
-                            artifact_name=artifact)
+                            artifact_name=artifact, candidate=self._jail(compiler))
 
     def _torch_link(self) -> list[str]:
-        _, libraries, _ = _torch_paths(self.device_type)
+        _, libraries, _ = torch_paths(self.device_type)
         return [*(f"-L{p}" for p in libraries), *(f"-Wl,-rpath,{p}" for p in libraries),
                 "-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python", *self.device_libraries]
 
@@ -172,7 +214,7 @@ class ModelNewBuild:
         kept = set()
         for obj in objects:
             for symbol in imported_symbols(obj, dynamic=False) - own:
-                framework = any(fnmatch.fnmatchcase(symbol, p) for p in _FRAMEWORK)
+                framework = any(fnmatch.fnmatchcase(symbol, p) for p in FRAMEWORK)
                 if not framework or any(fnmatch.fnmatchcase(symbol, p) for p in denied):
                     kept.add(symbol)
         return kept
@@ -198,7 +240,7 @@ class ModelNewBuild:
                    "outputs": [list(t.dims(axes)) for t in workload.outputs]}
                   for axes in _unique(workload.shapes())]
         spec = {"reference": f"{SANDBOX_WORKLOAD}/{workload.reference_path.name}",
-                "threads": threads or 1,
+                "threads": threads or 1, "traced_calls": TRACED_CALLS,
                 "device": self.device_type,
                 "inputs": [[t.name, t.dtype] for t in workload.inputs],
                 "outputs": [[t.name, t.dtype] for t in workload.outputs],
@@ -223,11 +265,16 @@ class ModelNewBackend(ModelNewBuild, CpuBackend):
         if extension is not None and extension.cuda_sources:
             return ('load_inline has cuda_sources, which build for the GPU: say language = "python_cuda" '
                     "in kernel.toml (backend modelnew_cuda); this backend builds C++ for the CPU")
+        return super()._refused(extension)
+
+
+def build_objects(artifact: Path) -> tuple[list[Path], list[Path]] | None:
+    """The objects a ModelNew's kernel.so was linked from, kept beside it: the candidate's
+    extension's, and ours (the recorder, the shim); None for a native kernel."""
+    folder = artifact.parent
+    if not (folder / _CONFIG).is_file():
         return None
-
-
-def _failed(key: str, reason: str) -> BuildResult:
-    return BuildResult(ok=False, artifact=None, log=f"error: {reason}", command=(), fingerprint=key)
+    return sorted(folder.glob(_OBJECTS)), [folder / name for name in _OURS]
 
 
 def _unique(shapes: list[dict[str, int]]) -> list[dict[str, int]]:
@@ -259,54 +306,17 @@ def _c_bytes(text: str) -> str:
     return "{" + ",".join(str(b) for b in data) + "}"
 
 
-def _config(kernel_source: str, extension: str) -> str:
+def _config(kernel_source: str, extension: Extension | None) -> str:
     python = embedded_python()
     values = {"KL_HOST_SOURCE": _HOST.read_text(), "KL_KERNEL_SOURCE": kernel_source,
-              "KL_EXTENSION": extension, "KL_PYTHON_HOME": python["home"],
-              "KL_SEARCH_PATH": "\n".join(python["path"]),
+              "KL_EXTENSION": extension.name if extension else "", "KL_PYTHON_HOME": python["home"],
               "KL_LIBPYTHON": python["library"]}
     lines = [f"static const char {k}_BYTES[] = {_c_bytes(v)};\n#define {k} {k}_BYTES"
-             for k, v in values.items() if k != "KL_SEARCH_PATH"]
-    # strtok writes into it: the shim copies it into a local array first
-    lines.append(f"#define KL_SEARCH_PATH {_c_bytes(values['KL_SEARCH_PATH'])}")
+             for k, v in values.items()]
+    # strtok writes into these: the shim copies each into a local array first
+    lists = {"KL_SEARCH_PATH": python["path"], "KL_FUNCTIONS": extension.functions if extension else ()}
+    lines += [f"#define {k} {_c_bytes(chr(10).join(v))}" for k, v in lists.items()]
     return "\n".join(lines) + "\n"
-
-
-@cache
-def embedded_python() -> dict:
-    """This interpreter, which the runner embeds: its headers, shared library and module path
-    (the trusted side's own, without the working directory)."""
-    libdir = Path(sysconfig.get_config_var("LIBDIR") or sys.base_prefix)
-    # its configured names first; a distribution may ship the shared library beside a static build
-    names = [sysconfig.get_config_var(k) or "" for k in ("INSTSONAME", "LDLIBRARY")]
-    found = [libdir / n for n in names if ".so" in n]
-    found += sorted(libdir.glob(f"libpython{sysconfig.get_config_var('LDVERSION')}.so*"))
-    library = next((p for p in found if p.is_file()), None)
-    if library is None:
-        raise ToolchainError(f"ModelNew kernels embed Python, and {sys.executable} has no shared "
-                             f"libpython in {libdir} (a Python built with --enable-shared has one)")
-    return {"include": sysconfig.get_paths()["include"], "libdir": str(libdir), "library": str(library),
-            "home": sys.base_prefix, "version": sys.version,
-            "path": [p for p in sys.path if p and Path(p).exists()]}
-
-
-@cache
-def _torch_paths(device_type: str) -> tuple[list[str], list[str], bool]:
-    """torch's include and library paths for an extension on this device (CUDA: the toolkit's
-    too), and its C++ ABI."""
-    import torch
-    from torch.utils import cpp_extension
-
-    return (cpp_extension.include_paths(device_type), cpp_extension.library_paths(device_type),
-            bool(torch._C._GLIBCXX_USE_CXX11_ABI))
-
-
-def torch_compile_flags(name: str, device_type: str) -> list[str]:
-    """The flags load_inline gives both of an extension's compilers (g++ and nvcc)."""
-    includes, _, abi = _torch_paths(device_type)
-    return [*(arg for path in (*includes, embedded_python()["include"]) for arg in ("-isystem", path)),
-            f"-DTORCH_EXTENSION_NAME={name}", "-DTORCH_API_INCLUDE_EXTENSION_H",
-            f"-D_GLIBCXX_USE_CXX11_ABI={int(abi)}"]
 
 
 BACKEND = ModelNewBackend

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from klineage import settings
+from klineage.backends._flags import refused_flag
 from klineage.backends._modelnew_parse import Extension
 from klineage.backends.base import BuildResult
 from klineage.backends.cpu import CpuBackend
@@ -88,6 +89,11 @@ class ModelNewCudaBackend(ModelNewBuild, CudaBackend):
     def toolchain(self) -> dict[str, str]:
         """nvcc's version, and the host compilers' (the C++ part and the shim)."""
         return {**super().toolchain(), **CpuBackend().toolchain()}
+
+    def _refused(self, extension: Extension | None) -> str | None:
+        if extension is None:
+            return None
+        return super()._refused(extension) or refused_flag(extension.extra_cuda_cflags, "nvcc")
 
     def _objects(self, extension: Extension) -> list[BuildResult]:
         objects = super()._objects(extension)
