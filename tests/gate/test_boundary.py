@@ -23,6 +23,7 @@ import glob
 import shutil
 import subprocess
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -251,6 +252,9 @@ def _pair(workload, name: str, options: GateOptions):
 # the timing's noise, not what the neighbour buys: before issue 31's load checks, identical code was
 # judged faster at 0.98 (CI 0.97-0.99) on a loaded 2-core VM.
 NOISE_RATIO = 0.95
+PAIR_OPTIONS = replace(OPTIONS, compare_s=1.5, min_pairs=30)
+"""More pairs than the catalogue's quick options: with 12 a 'faster' below 0.95 for identical code
+came up about once in five runs here, and the interval narrows with the pairs."""
 
 
 def _check_pair(name: str, report) -> None:
@@ -263,7 +267,7 @@ def _check_pair(name: str, report) -> None:
 
 @pytest.mark.parametrize("name", [n for n in PAIRS if CATALOGUE[n]["pair_backend"] == "cpu"])
 def test_a_neighbour_cannot_buy_a_faster_verdict(name, axpy):
-    _check_pair(name, _pair(axpy, name, OPTIONS))
+    _check_pair(name, _pair(axpy, name, PAIR_OPTIONS))
 
 
 @pytest.mark.gpu

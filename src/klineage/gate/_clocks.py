@@ -18,7 +18,8 @@ import numpy as np
 from klineage.gate.report import ClockCheck
 from klineage.gate.sandbox import CallResult, CandidateFailed
 
-__all__ = ["calibration_calls", "calibration_seconds", "modeled_times", "paired_times", "trusted_times"]
+__all__ = ["alone_times", "calibration_calls", "calibration_seconds", "modeled_times", "paired_times",
+           "trusted_times"]
 
 CALIBRATION_CALLS = (11, 41)
 CALIBRATION_S = 0.5
@@ -89,6 +90,16 @@ def paired_times(calls: tuple[list[CallResult], list[CallResult]],
     believed = all(check.believed for *_, check in judged)
     (times_a, check_a), (times_b, check_b) = (_timed_by(*j, believed) for j in judged)
     return (times_a, times_b), (check_a, check_b)
+
+
+def alone_times(calls: list[CallResult], gaps: np.ndarray, threads: int, short_clock_is_cheat: bool,
+                by_own_clocks: bool) -> list[float]:
+    """A comparison's baseline timed alone, by the clock its pairs were timed by: its own only
+    where the pairs were timed by the runners' own clocks and its clock is believed alone too,
+    else ours (each call at least its round trip less the calibration gap), so that its median
+    alone and its median beside the candidate compare like with like."""
+    reported, ours, check = _judge(calls, gaps, threads, short_clock_is_cheat)
+    return _timed_by(reported, ours, check, by_own_clocks and check.believed)[0]
 
 
 def modeled_times(calls: list[CallResult]) -> tuple[list[float], ClockCheck]:

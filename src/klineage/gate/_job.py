@@ -17,7 +17,7 @@ from klineage.gate._layout import TimingPlan
 from klineage.gate._trusted import TrustedSession
 from klineage.gate.report import ClockCheck, TimingStats
 from klineage.gate.sandbox import Arena, Candidate, CandidateFailed
-from klineage.gate.stats import comparison_record
+from klineage.gate.stats import beside_and_alone, comparison_record
 from klineage.workload.model import Workload
 
 __all__ = ["GateJob", "JobResult", "TimingPlan", "run_sandboxed"]
@@ -47,6 +47,9 @@ class PairedTimes(BaseModel):
     decision: str
     baseline_median_s: float
     candidate_median_s: float
+    baseline_solo_s: float | None = None
+    """The baseline's median alone (before the candidate's runner started), on the clock its
+    pairs were timed by."""
     baseline_spread: float
     candidate_spread: float
     baseline_clock: ClockCheck
@@ -93,32 +96,28 @@ def _run_job(workload: Workload, backend: Backend, job: GateJob,
     runner, env = backend.sandbox_runner(), backend.sandbox_env(threads, workload)
     files = backend.sandbox_files(workload)
 
-    def start(artifact: Path, sha256: str, entry: str) -> Callable[[Arena, Arena], Candidate]:
+    def start(artifact: Path, sha256: str, entry: str,
+              wait: bool = True) -> Callable[[Arena, Arena], Candidate]:
         return lambda ins, outs: Candidate(runner, (artifact, sha256), entry, ins, outs, threads,
-                                           memory_bytes, stall_s, env, files)
+                                           memory_bytes, stall_s, env, files, wait)
 
     device = backend.open_device(threads)
     session = TrustedSession(workload, device, job.seeds, threads, progress, job.timing,
-                             start(*backend.calibration_kernel(), "kl_launch"))
+                             start(*backend.calibration_kernel(), "kl_launch", wait=False))
     try:
-        candidates = []
-        for build, entry in builds:
-            progress("sandbox", "starting the kernel's runner")
-            candidates.append(session.load(start(build.artifact, build.artifact_sha256, entry)))
-        if job.mode == "compare":
-            paired = session.paired_times(candidates[0], candidates[1], job.timing)
-            if isinstance(paired[0], str):
-                return JobResult(outcome=paired[0], reason=paired[1])
-            (times_a, times_b), (clock_a, clock_b), other_cores = paired
-            record = comparison_record(times_a, times_b, seed=job.timing.seed)
-            return JobResult(outcome="ok", comparison=PairedTimes(
-                **record, baseline_clock=clock_a, candidate_clock=clock_b, other_cores=other_cores))
-        failure = session.check_correctness(candidates[0]) if job.check else None
+        makers = [start(build.artifact, build.artifact_sha256, entry) for build, entry in builds]
+        progress("sandbox", "starting the kernel's runner")
+        first = session.load(makers[0])
+        if (job.profile or job.mode == "compare") and not job.timing.modeled:
+            session.start_calibration()  # it loads while the kernel is checked
+        if job.mode == "compare":  # the candidate's runner starts once its baseline ran alone
+            return _compared(session.compare(first, makers[1], job.timing), job.timing.seed)
+        failure = session.check_correctness(first) if job.check else None
         if failure:
             return _checked(session, outcome=failure[0], reason=failure[1])
         if not job.profile:
             return _checked(session, outcome="ok")
-        outcome = session.profile(candidates[0], job.timing)
+        outcome = session.profile(first, job.timing)
         if isinstance(outcome, tuple):
             return _checked(session, outcome=outcome[0], reason=outcome[1])
         return _checked(session, outcome="ok", timing=TimingStats(**outcome))
@@ -126,6 +125,18 @@ def _run_job(workload: Workload, backend: Backend, job: GateJob,
         return _checked(session, outcome=exc.outcome, reason=exc.reason)
     finally:
         session.close()
+
+
+def _compared(paired: Any, seed: int) -> JobResult:
+    """A compare job's result from ``TrustedSession.compare``'s; the reason says why the
+    comparison could not decide when its baseline ran slower beside the candidate than alone."""
+    if isinstance(paired[0], str):
+        return JobResult(outcome=paired[0], reason=paired[1])
+    (times_a, times_b), (clock_a, clock_b), other_cores, alone = paired
+    record = comparison_record(times_a, times_b, seed=seed, alone=alone)
+    return JobResult(outcome="ok", reason=beside_and_alone(times_a, alone) or "",
+                     comparison=PairedTimes(**record, baseline_clock=clock_a,
+                                            candidate_clock=clock_b, other_cores=other_cores))
 
 
 def _checked(session: TrustedSession, **result: Any) -> JobResult:

@@ -1,7 +1,8 @@
 """Where the trusted side puts a job's buffers in the shared arenas, and how it freshens inputs.
 
 Outputs sit between guard regions with canary bytes in their last page; inputs of one size form
-an ``InputSet``. Before every timed call a random share of every input's blocks is redrawn, so a
+an ``InputSet``. Every runner has its own input arena (``InputArenas``), laid out alike and
+written alike. Before every timed call a random share of every input's blocks is redrawn, so a
 result cache is never right; which blocks and their values come from randomness that never
 leaves the trusted process.
 """
@@ -14,13 +15,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from klineage.backends._arenas import PAGE
+from klineage.backends._arenas import PAGE, round_up
 from klineage.backends.base import Device
 from klineage.workload.dtypes import dtype_info
 from klineage.workload.model import Workload
 
-__all__ = ["CANARY", "GUARD", "InputSet", "Output", "TimingPlan", "arena_sizes", "footprint", "freshen",
-           "inputs_of", "nbytes", "set_count"]
+__all__ = ["CANARY", "GUARD", "InputArenas", "InputSet", "Output", "TimingPlan", "arena_sizes",
+           "footprint", "freshen", "inputs_of", "nbytes", "set_count"]
 
 CANARY = 0xC5
 GUARD = 16 * PAGE
@@ -63,10 +64,12 @@ class Output:
 
 @dataclass
 class InputSet:
-    """Inputs for one size (in the shared input arena) and the output layout for it."""
+    """Inputs for one size (at the same offsets in every runner's input arena) and the output
+    layout for it."""
 
     axes: dict[str, int]
     inputs: list[Any]
+    """The inputs in the first runner's arena (their sizes and offsets are every arena's)."""
     in_offsets: list[int]
     outputs: list[Output]
     seed: int
@@ -77,7 +80,74 @@ class InputSet:
     views: dict[int, list[Any]] = field(default_factory=dict)
     """Output views per arena (by id), made once: a timed call should cost us little."""
     blocks: list[list[Any]] = field(default_factory=list)
-    """Per input, its blocks as rows: in the arena, then in the mirror (if any)."""
+    """Per input, its blocks as rows: in every runner's arena, then in the mirror (if any)."""
+    placed: dict[int, list[Any]] = field(default_factory=dict)
+    """The inputs in each runner's input arena (by id), in the order the arenas were made."""
+
+    def inputs_in(self, arena: Any) -> list[Any]:
+        """The inputs as the runner of ``arena`` sees them."""
+        views = self.placed.get(id(arena))
+        if views is None:
+            raise RuntimeError("internal: an input set is not laid out in this runner's arena")
+        return views
+
+    def trusted_inputs(self, arena: Any) -> list[Any]:
+        """What a call by the runner of ``arena`` was given, from memory no runner can write: our
+        mirror where runners could write their arena (a GPU), else that runner's own arena (read-only
+        to every runner). Never another runner's arena."""
+        return self.mirror or self.inputs_in(arena)
+
+
+class InputArenas:
+    """One input arena per runner, laid out alike (one offset, every arena) and written alike.
+
+    Both runners of a comparison once mapped one input arena, whose slack past the last set
+    nobody checks: a baseline learned that its successor ran beside it (Flush+Reload on the
+    shared memfd on a CPU, plain writes to the shared allocation on a GPU) and slowed down, and
+    identical code was judged faster (time ratio 0.68 CPU, 0.73 H200; held-out review,
+    2026-12-03). Now no byte of input memory is mapped by two runners; our calibration kernel
+    has its own too."""
+
+    def __init__(self, device: Device, nbytes: int):
+        self.device, self.nbytes = device, nbytes
+        self.arenas: list[Any] = []
+        self._next = 0
+
+    def add(self, laid_out: list[InputSet], workload: Workload) -> Any:
+        """A new runner's arena, holding what is laid out already (``laid_out``: the sets in it)."""
+        # One name for every arena: a runner must not learn its role from its mapping's name.
+        arena = self.device.arena(self.nbytes, "inputs")
+        if self.arenas and self._next:
+            first = self.arenas[0]
+            self.device.copy_into(arena.region(0, self._next), first.region(0, self._next))
+        self.arenas.append(arena)
+        for bufs in laid_out:
+            bufs.placed[id(arena)] = [arena.view(offset, spec.dims(bufs.axes), dtype_info(spec.dtype).numpy)
+                                      for spec, offset in zip(workload.inputs, bufs.in_offsets, strict=True)]
+            bufs.blocks = []  # made again, with this arena among the targets of fresh blocks
+        return arena
+
+    def reset(self) -> None:
+        self._next = 0
+
+    def place(self, spec: Any, axes: dict[str, int], values: Any) -> tuple[int, list[Any]]:
+        """Room for one input at one offset in every arena, ``values`` written into each; returns
+        the offset and the views, in the order of ``arenas``."""
+        if not self.arenas:
+            raise RuntimeError("internal: inputs laid out before any runner was started")
+        offset = round_up(self._next, 64)
+        size = max(nbytes(spec, axes), 1)
+        if offset + size > self.arenas[0].nbytes:
+            raise RuntimeError(f"internal: input arena too small ({offset + size} > {self.arenas[0].nbytes})")
+        self._next = offset + size
+        views = [arena.view(offset, spec.dims(axes), dtype_info(spec.dtype).numpy) for arena in self.arenas]
+        for view in views:
+            self.device.put(view, values)
+        return offset, views
+
+    def close(self) -> None:
+        for arena in self.arenas:
+            arena.close()
 
 
 def freshen(device: Device, workload: Workload, bufs: InputSet, generator: Any) -> list[tuple[Any, Any]]:
@@ -85,11 +155,12 @@ def freshen(device: Device, workload: Workload, bufs: InputSet, generator: Any) 
 
     The blocks redrawn for the previous call go back to their base values first, so every call
     differs from the base inputs by its own draw alone, and a kept call's inputs can be rebuilt.
-    Base values are read from our own copy where the runner could have written the inputs.
+    Every runner's arena gets the same blocks (only what changed is written). Base values are
+    read from our own copy where a runner could have written the inputs.
     """
     if not bufs.blocks:
-        bufs.blocks = [[_blocks(view), *([_blocks(bufs.mirror[i])] if bufs.mirror else [])]
-                       for i, view in enumerate(bufs.inputs)]
+        copies = [*bufs.placed.values(), *([bufs.mirror] if bufs.mirror else [])]
+        bufs.blocks = [[_blocks(views[i]) for views in copies] for i in range(len(bufs.inputs))]
     drawn = []
     for index, spec in enumerate(workload.inputs):
         targets = bufs.blocks[index]
@@ -108,10 +179,11 @@ def freshen(device: Device, workload: Workload, bufs: InputSet, generator: Any) 
     return drawn
 
 
-def inputs_of(device: Device, bufs: InputSet, drawn: list[tuple[Any, Any]]) -> list[Any]:
-    """The inputs a kept call saw, rebuilt from the base values and what it drew."""
+def inputs_of(device: Device, bufs: InputSet, drawn: list[tuple[Any, Any]], arena: Any) -> list[Any]:
+    """The inputs a kept call by the runner of input arena ``arena`` saw, rebuilt from the base
+    values (``InputSet.trusted_inputs``) and what it drew."""
     rebuilt = []
-    for view, (picked, values), current in zip(bufs.inputs, drawn, bufs.fresh, strict=True):
+    for view, (picked, values), current in zip(bufs.trusted_inputs(arena), drawn, bufs.fresh, strict=True):
         copy = device.clone(view)
         blocks = _blocks(copy)
         if current is not None:

@@ -9,19 +9,22 @@ Each check answers a way a gate has been fooled (REFERENCES.md):
   surround them, so unwritten elements and writes past an output fail;
 - correctness runs every size with three seeds: new buffers, new values in the same buffers,
   the secret seed in freshly allocated buffers (caching by pointer or by first call fails);
+- every runner has its own copy of the inputs (``InputArenas``), so no two candidates share a
+  byte of input memory: a baseline once heard its successor through a shared arena;
 - every timed call gets fresh input values (a random 1/64 of each input's blocks redrawn),
   so a result cache is never right; every timed call's outputs are copied aside at the same
   cost, into a reservoir that keeps a uniformly random few, chosen by randomness the candidate
   never sees; those are verified after timing (a comparison verifies its pairs the same way);
 - the candidate's own clock is believed only within the measured overhead of ours, its CPU
   time per call is bounded by its declared threads, and CPU it burns after a call returns
-  (work left running) is a cheat.
+  (work left running) is a cheat;
+- a comparison's baseline is timed alone too, before the candidate's runner starts; a baseline
+  slower beside the candidate than alone leaves the pairs undecided.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +33,6 @@ import numpy as np
 from klineage.backends._arenas import PAGE
 from klineage.backends.base import Device
 from klineage.gate._clocks import (
-    calibration_calls,
     calibration_seconds,
     modeled_times,
     paired_times,
@@ -40,6 +42,7 @@ from klineage.gate._compare import float_errors, output_mismatch
 from klineage.gate._layout import (
     CANARY,
     GUARD,
+    InputArenas,
     InputSet,
     Output,
     TimingPlan,
@@ -51,6 +54,7 @@ from klineage.gate._layout import (
     set_count,
 )
 from klineage.gate._load import LoadProbe
+from klineage.gate._phases import KEPT_TIMED_CALLS, Alone, Calibration, Pairs, Reservoir
 from klineage.gate.sandbox import Arena, CallResult, Candidate, CandidateFailed
 from klineage.gate.stats import summarize_trials
 from klineage.workload import load_reference, poison_value, run_reference
@@ -60,25 +64,6 @@ from klineage.workload.model import Workload
 __all__ = ["TrustedSession"]
 
 Failure = tuple[str, str]
-_KEPT_TIMED_CALLS = 8
-
-
-class _Reservoir:
-    """Keeps ``size`` of the calls offered, uniformly at random, at the same cost per call."""
-
-    def __init__(self, size: int, rng: np.random.Generator):
-        self.size, self.rng, self.seen = size, rng, 0
-        self.kept: list[Any] = [None] * size
-
-    def slot(self) -> int | None:
-        index = self.seen
-        self.seen += 1
-        if index < self.size:
-            return index
-        pick = int(self.rng.integers(0, index + 1))
-        return pick if pick < self.size else None
-
-
 class TrustedSession:
     """Checks and times candidates, each a ``Candidate`` in its own runner process."""
 
@@ -100,19 +85,32 @@ class TrustedSession:
         self._draws = device.generator(self._rng)
         self._round = 0
         in_bytes, out_bytes = arena_sizes(workload, timing)
-        self.inputs = device.arena(in_bytes, "inputs")
+        self._inputs = InputArenas(device, in_bytes)
+        self._input_arena: dict[int, Arena] = {}
+        """Each runner's own input arena, by the id of its ``Candidate``."""
+        self._laid: list[InputSet] = []
+        """The sets of the current layout: a runner started now gets them too."""
         self._out_bytes = out_bytes
         self._next_out = GUARD  # the arena starts with a guard region
         self.candidates: list[tuple[Candidate, Arena]] = []
         self._make_spin = make_spin
         self._spin: Candidate | None = None
+        self._spin_aside: list[Any] | None = None
         self._pending: list[tuple[str, Callable[[int], Failure], Any]] = []
         """Checks queued on the device and not read back yet: (call, failure for a count, count)."""
 
     def load(self, make: Callable[[Arena, Arena], Candidate]) -> Candidate:
+        """A runner for ``make``'s kernel with an input arena and an output arena of its own; one
+        started after inputs were laid out gets a copy of them, and guards around their outputs."""
+        inputs = self._inputs.add(self._laid, self.workload)
         outputs = self.device.arena(self._out_bytes, "outputs")
-        candidate = make(self.inputs, outputs)
+        candidate = make(inputs, outputs)
         self.candidates.append((candidate, outputs))
+        self._input_arena[id(candidate)] = inputs
+        if self._laid:
+            candidate.protect(0, GUARD, accessible=False)
+            for bufs in self._laid:
+                self._guard(candidate, outputs, bufs.outputs)
         return candidate
 
     def close(self) -> None:
@@ -122,25 +120,26 @@ class TrustedSession:
         if self._spin is not None:
             self._spin.close()
             self._spin_outputs.close()
-        self.inputs.close()
+        self._inputs.close()
 
     # -- layout -----------------------------------------------------------------------------
     def _reset(self) -> None:
-        self.inputs.reset()
+        self._inputs.reset()
+        self._laid = []
         self._next_out = GUARD
         for candidate, outputs in self.candidates:
             candidate.protect(0, outputs.nbytes, accessible=True)
             candidate.protect(0, GUARD, accessible=False)
 
     def _new_set(self, axes: dict[str, int], seed: int) -> InputSet:
-        inputs, offsets = [], []
+        copies, offsets = [], []  # per input, its views in every runner's arena
         for index, spec in enumerate(self.workload.inputs):
-            dims = spec.dims(axes)
-            offset = self.inputs.take(max(nbytes(spec, axes), 1))
-            view = self.inputs.view(offset, dims, dtype_info(spec.dtype).numpy)
-            self.device.put(view, self.device.random(spec, dims, seed, index))
-            inputs.append(view)
+            values = self.device.random(spec, spec.dims(axes), seed, index)
+            offset, views = self._inputs.place(spec, axes, values)
+            copies.append(views)
             offsets.append(offset)
+        placed = {id(arena): [views[k] for views in copies] for k, arena in enumerate(self._inputs.arenas)}
+        inputs = [views[0] for views in copies]
         outputs = []
         for spec in self.workload.outputs:
             size = nbytes(spec, axes)
@@ -150,19 +149,27 @@ class TrustedSession:
             if self._next_out > self._out_bytes:
                 raise RuntimeError("internal: output arena too small")
             outputs.append(Output(offset, size, span))
-            for candidate, arena in self.candidates:
-                for start, end in _canary_regions(outputs[-1]):
-                    self.device.fill(arena.region(start, end), CANARY, bytewise=True)
-                candidate.protect(offset + span, GUARD, accessible=False)
+        for candidate, arena in self.candidates:
+            self._guard(candidate, arena, outputs)
         mirror = [] if self.device.inputs_protected else [self.device.clone(v) for v in inputs]
-        return InputSet(axes, inputs, offsets, outputs, seed, [None] * len(inputs), mirror)
+        bufs = InputSet(axes, inputs, offsets, outputs, seed, [None] * len(inputs), mirror, placed=placed)
+        self._laid.append(bufs)
+        return bufs
+
+    def _guard(self, candidate: Candidate, arena: Arena, outputs: list[Output]) -> None:
+        """Canary bytes around each output in one runner's output arena, and the guard region
+        after it made inaccessible."""
+        for out in outputs:
+            for start, end in _canary_regions(out):
+                self.device.fill(arena.region(start, end), CANARY, bytewise=True)
+            candidate.protect(out.offset + out.span, GUARD, accessible=False)
 
     def _write_seed(self, bufs: InputSet, seed: int) -> None:
-        for index, (spec, view) in enumerate(zip(self.workload.inputs, bufs.inputs, strict=True)):
+        """New values into the same buffers, in every runner's arena and the mirror."""
+        for index, spec in enumerate(self.workload.inputs):
             values = self.device.random(spec, spec.dims(bufs.axes), seed, index)
-            self.device.put(view, values)
-            if bufs.mirror:
-                self.device.put(bufs.mirror[index], values)
+            for views in (*bufs.placed.values(), *([bufs.mirror] if bufs.mirror else [])):
+                self.device.put(views[index], values)
         bufs.seed = seed
 
     def _output_views(self, bufs: InputSet, arena: Arena) -> list[Any]:
@@ -184,7 +191,7 @@ class TrustedSession:
         """One call on poisoned outputs. Its canaries and (where the runner could write them)
         inputs are checked on the device; ``deferred``: read back at the next ``_settle``, so a
         timed call costs no synchronisation of ours beyond the one before it."""
-        arena = self._arena_of(candidate)
+        arena, inputs = self._arena_of(candidate), self._input_arena[id(candidate)]
         self._poison(bufs, arena)
         self.progress(stage, detail)
         self.device.flush_cache()
@@ -207,14 +214,15 @@ class TrustedSession:
         problem = self._accounting(candidate, result, detail)
         if problem:
             raise CandidateFailed(problem[0], f"{detail}: {problem[1]}")
-        self._pending.extend(self._device_checks(bufs, arena, detail))
+        self._pending.extend(self._device_checks(bufs, inputs, arena, detail))
         if not deferred:
             self._settle()
         return result
 
-    def _device_checks(self, bufs: InputSet, arena: Arena,
+    def _device_checks(self, bufs: InputSet, inputs: Arena, arena: Arena,
                        detail: str) -> list[tuple[str, Callable[[int], Failure], Any]]:
-        """Canary bytes past every output, and inputs against our copy, as counts on the device."""
+        """Canary bytes past every output, and the inputs in the runner's own input arena against
+        our copy, as counts on the device."""
         checks = []
         for index, (spec, out) in enumerate(zip(self.workload.outputs, bufs.outputs, strict=True)):
             regions = list(zip(_canary_regions(out), ("before its start", "past its end"), strict=True))
@@ -224,7 +232,7 @@ class TrustedSession:
                     "incorrect", f"output {name!r}: the kernel wrote {where} ({n} bytes of the "
                                  f"canary there changed)"),
                                self.device.bytes_not(arena.region(start, end), CANARY)))
-        for spec, view, mine in zip(self.workload.inputs, bufs.inputs, bufs.mirror, strict=False):
+        for spec, view, mine in zip(self.workload.inputs, bufs.inputs_in(inputs), bufs.mirror, strict=False):
             checks.append((detail, lambda n, name=spec.name: (
                 "incorrect", f"input {name!r} was modified by the kernel (at least {n} bytes "
                              f"changed)"), self.device.words_differ(view, mine)))
@@ -297,7 +305,7 @@ class TrustedSession:
     def _call_and_verify(self, candidate: Candidate, bufs: InputSet, what: str) -> None:
         self._call(candidate, bufs, "correctness", what)
         outputs = [self.device.clone(v) for v in self._output_views(bufs, self._arena_of(candidate))]
-        problem = self._verify(bufs, bufs.inputs, outputs)
+        problem = self._verify(bufs, bufs.trusted_inputs(self._input_arena[id(candidate)]), outputs)
         if problem:
             raise CandidateFailed("incorrect", f"{what}: {problem}")
 
@@ -333,7 +341,7 @@ class TrustedSession:
     def _freshen(self, bufs: InputSet) -> list[tuple[Any, Any]]:
         return freshen(self.device, self.workload, bufs, self._draws)
 
-    def _timed(self, candidate: Candidate, bufs: InputSet, drawn: list[Any], reservoir: _Reservoir,
+    def _timed(self, candidate: Candidate, bufs: InputSet, drawn: list[Any], reservoir: Reservoir,
                aside: list[list[Any]], tag: Any, stage: str) -> CallResult:
         """One timed call on inputs just freshened; its outputs go aside, kept or not."""
         result = self._call(candidate, bufs, stage, f"timed call {tag}", deferred=True)
@@ -348,16 +356,17 @@ class TrustedSession:
     def _aside(self, bufs: InputSet) -> list[list[Any]]:
         layout = [(spec.dims(bufs.axes), dtype_info(spec.dtype).numpy) for spec in self.workload.outputs]
         return [[self.device.empty(shape, dtype) for shape, dtype in layout]
-                for _ in range(_KEPT_TIMED_CALLS + 1)]
+                for _ in range(KEPT_TIMED_CALLS + 1)]
 
-    def _verify_kept(self, reservoir: _Reservoir, aside: list[list[Any]],
+    def _verify_kept(self, candidate: Candidate, reservoir: Reservoir, aside: list[list[Any]],
                      describe: Callable[[Any], str]) -> Failure | None:
         self.progress("profile", f"verifying {sum(k is not None for k in reservoir.kept)} timed calls")
+        inputs = self._input_arena[id(candidate)]
         for slot, entry in enumerate(reservoir.kept):
             if entry is None:
                 continue
             tag, bufs, drawn = entry
-            problem = self._verify(bufs, inputs_of(self.device, bufs, drawn), aside[slot])
+            problem = self._verify(bufs, inputs_of(self.device, bufs, drawn, inputs), aside[slot])
             if problem:
                 return "incorrect", f"{describe(tag)}: {problem}"
         return None
@@ -385,9 +394,9 @@ class TrustedSession:
             warm = self._warm_up(candidate, sets, timing)
             estimate = max(float(np.median([c.reported_s for c in warm])), 1e-9)
             reps = int(min(timing.max_reps, max(1, round(timing.target_trial_s / estimate))))
-            calibration = _Calibration(self, sets, timing.trials * reps,
+            calibration = Calibration(self, sets, timing.trials * reps,
                                        [] if timing.modeled else [calibration_seconds(warm)])
-            reservoir = _Reservoir(_KEPT_TIMED_CALLS, self._rng)
+            reservoir = Reservoir(KEPT_TIMED_CALLS, self._rng)
             aside = self._aside(sets[0])
             calls: list[CallResult] = []
             for trial in range(timing.trials):
@@ -401,7 +410,7 @@ class TrustedSession:
                 self._settle()
             times, clock = (modeled_times(calls) if timing.modeled else trusted_times(
                 calls, calibration.gaps[0], self.threads, self.device.async_streams))
-            failure = self._verify_kept(reservoir, aside, lambda i: f"timed call {i}")
+            failure = self._verify_kept(candidate, reservoir, aside, lambda i: f"timed call {i}")
             if failure:
                 return failure
             trials = [times[t * reps:(t + 1) * reps] for t in range(timing.trials)]
@@ -416,12 +425,21 @@ class TrustedSession:
                 "threads": self.threads, "clock": clock.model_dump(),
                 "other_cores": load.other_cores()}
 
+    def start_calibration(self) -> None:
+        """Our calibration kernel's runner, started (not yet waited for) where a job will time:
+        it loads, a CUDA context takes a few hundred milliseconds, while the candidate's calls
+        are checked. Inputs of its own, as every runner has: standing in for a comparison's
+        candidate, it must not warm the baseline's copy in the caches, as the candidate cannot."""
+        if self._spin is None:
+            self._spin_inputs = self._inputs.add(self._laid, self.workload)
+            self._spin_outputs = self.device.arena(self._out_bytes, "calibration")
+            self._spin = self._make_spin(self._spin_inputs, self._spin_outputs)
+
     def _calibration_gap(self, seconds: float, bufs: InputSet) -> float:
         """One call of our calibration kernel, given the same work on our side as a timed call:
         how far its clock read short of ours."""
-        if self._spin is None:
-            self._spin_outputs = self.device.arena(self._out_bytes, "calibration")
-            self._spin = self._make_spin(self.inputs, self._spin_outputs)
+        self.start_calibration()
+        if self._spin_aside is None:
             self._spin_aside = self._aside(bufs)[-1]
         self._freshen(bufs)
         self._poison(bufs, self._spin_outputs)
@@ -431,86 +449,40 @@ class TrustedSession:
         result = self._spin.call(bufs.in_offsets, [o.offset for o in bufs.outputs],
                                  [len(bufs.inputs), len(bufs.outputs), *sizes], [seconds],
                                  "profile: calibrating the clocks")
-        self._device_checks(bufs, self._spin_outputs, "")  # the same work, nothing to judge
+        # The same work as a timed call's, nothing to judge.
+        self._device_checks(bufs, self._spin_inputs, self._spin_outputs, "")
         views = self._output_views(bufs, self._spin_outputs)
         for sink, view in zip(self._spin_aside, views, strict=True):
             self.device.copy_into(sink, view)
         return result.wall_s - result.reported_s
 
-    def paired_times(self, a: Candidate, b: Candidate, timing: TimingPlan) -> Any:
-        """Interleaved A/B samples (ABBA) on the same fresh inputs, each its own outputs, and
-        the clock check of each side, and the CPU other processes used meanwhile (in cores);
-        the pairs to verify are kept by a reservoir over all."""
-        load = LoadProbe(self._runners_cpu)
+    def compare(self, a: Candidate, make_b: Callable[[Arena, Arena], Candidate],
+                timing: TimingPlan) -> Any:
+        """The baseline ``a`` against the kernel ``make_b`` starts, each runner with its own copy
+        of the inputs and its own outputs: the baseline alone first (the other runner does not
+        exist yet), then interleaved pairs (ABBA) on the same fresh inputs. Returns ((times a,
+        times b), (clock a, clock b), the CPU other processes used during the pairs (in cores),
+        the baseline's times alone on the clock its pairs were timed by), or a failure. The
+        calls to verify are kept by reservoirs over each side's calls."""
         try:
             self.progress("compare", "laying out rotated input sets")
             sets = self.timing_sets(timing)
-            warm = [self._warm_up(c, sets, timing) for c in (a, b)]
-            each = sum(float(np.median([c.reported_s for c in w])) for w in warm)
-            pairs = int(min(timing.max_pairs, max(timing.min_pairs, timing.compare_s / each)))
-            calibration = _Calibration(self, sets, pairs,
-                                       [] if timing.modeled else [calibration_seconds(w) for w in warm])
-            reservoirs = {id(a): _Reservoir(_KEPT_TIMED_CALLS // 2, self._rng),
-                          id(b): _Reservoir(_KEPT_TIMED_CALLS // 2, self._rng)}
-            asides = {id(a): self._aside(sets[0]), id(b): self._aside(sets[0])}
-            calls: dict[int, list[CallResult]] = {id(a): [], id(b): []}
-            for index in range(pairs):
-                if index % 10 == 0:
-                    self._settle()
-                    self.progress("compare", f"pair {index + 1}/{pairs}")
-                bufs = sets[index % len(sets)]
-                drawn = self._freshen(bufs)
-                order = (a, b) if index % 2 == 0 else (b, a)
-                for candidate in order:
-                    calls[id(candidate)].append(self._timed(
-                        candidate, bufs, drawn, reservoirs[id(candidate)], asides[id(candidate)],
-                        index, "compare"))
-                calibration.after(index)
-            self._settle()
+            alone = Alone(self, a, sets, timing, self._warm_up(a, sets, timing))
+            self.progress("sandbox", "starting the kernel's runner")
+            paired = Pairs(self, (a, self.load(make_b)), sets, timing, alone.warm)
             if timing.modeled:
-                (times_a, clock_a), (times_b, clock_b) = (modeled_times(calls[id(c)]) for c in (a, b))
+                (times_a, clock_a), (times_b, clock_b) = (modeled_times(c) for c in paired.calls)
                 times, clocks = (times_a, times_b), (clock_a, clock_b)
             else:
-                times, clocks = paired_times((calls[id(a)], calls[id(b)]), tuple(calibration.gaps),
+                times, clocks = paired_times(tuple(paired.calls), tuple(paired.calibration.gaps),
                                              self.threads, self.device.async_streams)
-            failure = None
-            for role, candidate in (("baseline", a), ("candidate", b)):
-                failure = failure or self._verify_kept(
-                    reservoirs[id(candidate)], asides[id(candidate)],
-                    lambda i, role=role: f"the {role} kernel, timed pair {i}")
+            solo = alone.times(all(clock.believed for clock in clocks), paired.calibration.gaps)
+            failure = alone.verify() or paired.verify()
             if failure:
                 return failure
         except CandidateFailed as exc:
             return exc.outcome, exc.reason
-        return times, clocks, load.other_cores()
-
-
-class _Calibration:
-    """Calibration calls spread evenly among the timed calls, one series per duration, so the
-    gap they measure is the gap of the same minutes: measured after the timed calls, it drifted
-    from theirs by up to 30 us on the H200 (a 0.14 ms kernel's clock was believed in one
-    re-measurement and not in the next). Each is preceded by a call that is not measured: on
-    the H200 a calibration call right after another runner's read 40-50 us more gap than one
-    after its own, which the timed calls, following each other, do not pay, and which would
-    have widened what a shortened clock could hide by as much."""
-
-    def __init__(self, session: TrustedSession, sets: list[InputSet], timed_calls: int,
-                 durations: list[float]) -> None:
-        self.session, self.sets, self.durations = session, sets, durations
-        self.gaps: list[np.ndarray] = [np.empty(0) for _ in durations]
-        spaced = (np.linspace(0, timed_calls - 1, calibration_calls(s)).round() for s in durations)
-        self.due = [Counter(points.astype(int).tolist()) for points in spaced]
-        self.made = 0
-
-    def after(self, index: int) -> None:
-        """The calibration calls due after timed call (or pair) ``index``."""
-        for series, (seconds, due) in enumerate(zip(self.durations, self.due, strict=True)):
-            for _ in range(due.get(index, 0)):
-                bufs = self.sets[self.made % len(self.sets)]
-                self.made += 1
-                self.session._calibration_gap(0.0, bufs)  # the switch from the timed runner
-                gap = self.session._calibration_gap(seconds, bufs)
-                self.gaps[series] = np.append(self.gaps[series], gap)
+        return times, clocks, paired.other_cores, solo
 
 
 def _canary_regions(out: Output) -> tuple[tuple[int, int], tuple[int, int]]:

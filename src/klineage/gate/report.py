@@ -118,6 +118,11 @@ class Comparison(BaseModel):
     candidate_median_s: float | None = Field(
         default=None, description="The baseline's median times the paired ratio: the times of a "
         "comparison always give its ratio")
+    baseline_solo_s: float | None = Field(
+        default=None, description="The baseline's median alone, timed before the candidate's "
+        "runner started, on the clock its pairs were timed by; a "
+        "baseline_median_s beside the candidate slower than this beyond noise (at least 20%) makes "
+        "the decision 'unmeasurable'. None in comparisons made before it was measured")
     baseline_clock: ClockCheck | None = None
     candidate_clock: ClockCheck | None = Field(
         default=None, description="Both sides are timed by one clock: the runners' own when "

@@ -294,14 +294,13 @@ class _Run:
 
     def _against(self, build: BuildResult, baseline: KernelSpec) -> None:
         started = time.perf_counter()
-        comparison = _paired(self, build, baseline)
+        comparison, undecided = _paired(self, build, baseline)
         self.report.comparison = comparison
         faster = comparison.decision == "faster"
         self._stage("compare", faster, started, describe_comparison(comparison))
         if comparison.decision == "unmeasurable":
-            self._fail(Verdict.UNMEASURABLE, f"the comparison with {baseline.name} was too noisy "
-                       f"to decide, measured twice: {_comparison_noise(self, comparison)}; re-run it on a "
-                       f"quiet machine")
+            self._fail(Verdict.UNMEASURABLE, f"the comparison with {baseline.name} could not "
+                       f"decide, measured twice: {undecided}")
         elif not faster:
             self._fail(Verdict.SLOWER, f"not faster than {baseline.name}: "
                        + describe_comparison(comparison))
@@ -368,24 +367,25 @@ def _load(other_cores: float | None) -> str:
     return f" (other processes used {other_cores:.1f} of the machine's {os.cpu_count()} cores)"
 
 
-def _paired(run: _Run, build: BuildResult, baseline: KernelSpec) -> Comparison:
-    """The comparison, measured again once if noise kept it from deciding; 'unmeasurable' if
-    it still does."""
-    first = _paired_once(run, build, baseline)
-    if _comparison_noise(run, first) is None:
-        return first
-    run.progress("compare", f"measuring again: {_comparison_noise(run, first)}")
-    again = _paired_once(run, build, baseline)
-    if _comparison_noise(run, again) is None:
-        return again
-    return again.model_copy(update={"decision": "unmeasurable"})
+def _paired(run: _Run, build: BuildResult, baseline: KernelSpec) -> tuple[Comparison, str | None]:
+    """The comparison, measured again once if it could not decide (noise, a contended machine,
+    or a baseline slower beside the candidate than alone); 'unmeasurable' with the reason if it
+    still cannot."""
+    first, why = _paired_once(run, build, baseline)
+    if why is None:
+        return first, None
+    run.progress("compare", f"measuring again: {why}")
+    again, why = _paired_once(run, build, baseline)
+    if why is None:
+        return again, None
+    return again.model_copy(update={"decision": "unmeasurable"}), why
 
 
 def _comparison_noise(run: _Run, comparison: Comparison) -> str | None:
     return comparison_noise(comparison, run.threads, run.backend.modeled)
 
 
-def _paired_once(run: _Run, build: BuildResult, baseline: KernelSpec) -> Comparison:
+def _paired_once(run: _Run, build: BuildResult, baseline: KernelSpec) -> tuple[Comparison, str | None]:
     base_build = run.backend.build(baseline)
     if not base_build.ok:
         raise ConfigError(f"baseline kernel {baseline.name!r} does not compile:\n"
@@ -395,7 +395,13 @@ def _paired_once(run: _Run, build: BuildResult, baseline: KernelSpec) -> Compari
     if result.outcome != "ok" or result.comparison is None:
         raise WorkerError(f"the paired comparison failed after both kernels passed: {result.reason}")
     paired = result.comparison.model_dump(exclude={"baseline_spread", "candidate_spread"})
-    return Comparison(baseline=baseline.name, candidate=run.kernel.name, **paired)
+    comparison = Comparison(baseline=baseline.name, candidate=run.kernel.name, **paired)
+    noise = _comparison_noise(run, comparison)
+    if noise:
+        return comparison, f"{noise}; re-run it on a quiet machine"
+    if comparison.decision == "unmeasurable":  # the baseline beside the candidate and alone
+        return comparison, result.reason
+    return comparison, None
 
 
 def compare_kernels(
@@ -415,7 +421,7 @@ def compare_kernels(
     build = backend.build(candidate)
     if not build.ok:
         raise ConfigError(f"kernel {candidate.name!r} does not compile:\n{_compiler_errors(build.log)}")
-    return _paired(run, build, baseline)
+    return _paired(run, build, baseline)[0]
 
 
 def describe_comparison(c: Comparison) -> str:

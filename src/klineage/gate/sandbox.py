@@ -126,7 +126,10 @@ class Candidate:
 
     def __init__(self, runner: RunnerSpec, kernel: tuple[Path, str], entry: str, inputs: Arena,
                  outputs: Arena, threads: int, memory_bytes: int | None, stall_s: float,
-                 env: dict[str, str], files: tuple[Path, ...] = ()):
+                 env: dict[str, str], files: tuple[Path, ...] = (), wait: bool = True):
+        """Starts the runner; ``wait``: until it has loaded the kernel (else at its first
+        command, so that a runner of ours can start while another is at work: a CUDA
+        context takes a few hundred milliseconds)."""
         guard_this_process()
         self.stall_s, self.threads, self.memory_bytes = stall_s, threads, memory_bytes
         self._folder = Path(tempfile.mkdtemp(prefix="klineage-candidate-"))
@@ -165,6 +168,14 @@ class Candidate:
         self._buffer = b""
         self.in_base = self.out_base = 0
         self.in_bytes, self.out_bytes = inputs.nbytes, outputs.nbytes
+        self._loaded = False
+        if wait:
+            self._await_load()
+
+    def _await_load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
         ready = self._reply_line("loading the kernel")
         started = _READY.fullmatch(ready)
         if not started:
@@ -176,6 +187,7 @@ class Candidate:
     def call(self, in_offsets: list[int], out_offsets: list[int], axes: list[int],
              params: list[float], step: str) -> CallResult:
         """Run one call; the reply is checked by the caller."""
+        self._await_load()
         cpu_before = self._cpu()
         words = [len(in_offsets), len(out_offsets), len(axes), len(params), *in_offsets,
                  *out_offsets, *axes]
@@ -196,6 +208,7 @@ class Candidate:
                           after_reply_cpu_s=self._after_reply_cpu)
 
     def protect(self, offset: int, length: int, accessible: bool) -> None:
+        self._await_load()
         if length:
             self._send(f"P {offset} {length} {3 if accessible else 0}")
             self._expect_ok("laying out buffers")

@@ -1,0 +1,1 @@
+"""Runners of our own for the neighbour tests (``tests/gate/test_neighbours.py``)."""
