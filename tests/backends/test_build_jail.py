@@ -62,7 +62,8 @@ def _kernel_folder(axpy_copy: Path, name: str, source: str, flags: list[str] | N
     folder = axpy_copy / "kernels" / name
     folder.mkdir()
     (folder / "kernel.c").write_text(source)
-    (folder / "kernel.toml").write_text('language = "c"\n' + (f"flags = {json.dumps(flags)}\n" if flags else ""))
+    toml = 'language = "c"\n' + (f"flags = {json.dumps(flags)}\n" if flags else "")
+    (folder / "kernel.toml").write_text(toml)
     return folder
 
 
