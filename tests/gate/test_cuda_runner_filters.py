@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -121,6 +122,15 @@ def _gcc(*args: str) -> None:
     subprocess.run(["gcc", *args], check=True, capture_output=True, text=True)
 
 
+def _continue_once_stopped(process: subprocess.Popen) -> None:
+    """Wait until the runner has stopped itself after a reply (or ended), and let it go on."""
+    _, status = os.waitpid(process.pid, os.WUNTRACED)
+    if os.WIFSTOPPED(status):
+        os.kill(process.pid, signal.SIGCONT)
+    else:
+        process.returncode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
 def _run(folder: Path, runner: str, call: str, while_loading: bool) -> tuple[str, str, str]:
     """(the runner's first reply, its reply to one call or '', its log) for a probe making
     ``call`` (syscall()'s arguments) while it loads or in its first call."""
@@ -142,7 +152,9 @@ def _run(folder: Path, runner: str, call: str, while_loading: bool) -> tuple[str
             second = ""
             if first.startswith("READY"):
                 os.write(command_w, b"C 0 0 0 0\nQ\n")
+                _continue_once_stopped(process)  # the runner stops itself after each reply
                 second = replies.readline().decode().strip()
+                _continue_once_stopped(process)
         os.close(command_w)
         process.wait(timeout=30)
         log.seek(0)
