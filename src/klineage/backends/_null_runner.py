@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -30,7 +31,13 @@ def main() -> None:
     os.close(int(out_fd))
     compute = None if model.get("spin") else _reference_call(inputs, outputs)
     replies = os.fdopen(int(reply_fd), "w", buffering=1)
-    replies.write("READY 0x0 0x0\n")
+
+    def answer(text: str) -> None:
+        """A reply, then a stop, as gate/_runner.c answers: the gate waits for the stop."""
+        replies.write(text)
+        os.kill(os.getpid(), signal.SIGSTOP)
+
+    answer("READY 0x0 0x0\n")
     for line in os.fdopen(int(cmd_fd)):
         words = line.split()
         if words[0] == "C":
@@ -50,9 +57,9 @@ def main() -> None:
             while time.perf_counter_ns() < deadline:
                 pass  # a busy wait: sleeping would be coarser than the calls it models
             reading = time.perf_counter_ns() - started if compute is None else int(seconds * 1e9)
-            replies.write(f"R 0 {reading}\n")
+            answer(f"R 0 {reading}\n")
         elif words[0] == "P":
-            replies.write("K\n")  # no guard pages: nothing here is a candidate's
+            answer("K\n")  # no guard pages: nothing here is a candidate's
         elif words[0] == "Q":
             return
 
