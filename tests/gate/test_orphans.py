@@ -45,3 +45,30 @@ def test_a_runner_dies_with_the_process_that_gates():
         gating.wait()
     time.sleep(1)
     assert {_state(pid) for pid in runners} <= {"gone", "Z"}  # dead (a zombie until reaped)
+
+
+def test_a_runner_that_fails_to_load_leaves_no_folder_behind(axpy_copy, quick, monkeypatch):
+    """The session only closes runners it got back: one that dies while loading closes itself."""
+    import tempfile
+
+    from klineage.gate import run_gate, sandbox
+    from klineage.workload import load_kernel, load_workload
+
+    kernel = axpy_copy / "kernels" / "dies_loading"
+    kernel.mkdir()
+    (kernel / "kernel.c").write_text(
+        "__attribute__((constructor)) static void dies(void) { __builtin_trap(); }\n"
+        + (axpy_copy / "kernels" / "plain" / "kernel.c").read_text())
+    folders, make = [], tempfile.mkdtemp
+
+    def recorded(*args, **kwargs):
+        made = make(*args, **kwargs)
+        if kwargs.get("prefix") == "klineage-candidate-":
+            folders.append(made)
+        return made
+
+    monkeypatch.setattr(sandbox.tempfile, "mkdtemp", recorded)
+    workload = load_workload(axpy_copy)
+    report = run_gate(workload, load_kernel(workload, "dies_loading"), options=quick)
+    assert report.verdict.value != "accepted"
+    assert folders and not any(os.path.exists(folder) for folder in folders)

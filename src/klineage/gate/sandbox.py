@@ -132,7 +132,18 @@ class Candidate:
         context takes a few hundred milliseconds)."""
         guard_this_process()
         self.stall_s, self.threads, self.memory_bytes = stall_s, threads, memory_bytes
+        self.process: subprocess.Popen[bytes] | None = None
+        self._command = self._reply = -1
         self._folder = Path(tempfile.mkdtemp(prefix="klineage-candidate-"))
+        try:  # a runner that fails to start or load leaves no folder and no process behind
+            self._start(runner, kernel, entry, inputs, outputs, threads, memory_bytes, env, files, wait)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, runner: RunnerSpec, kernel: tuple[Path, str], entry: str, inputs: Arena,
+               outputs: Arena, threads: int, memory_bytes: int | None, env: dict[str, str],
+               files: tuple[Path, ...], wait: bool) -> None:
         self._folder.chmod(0o755)  # the runner reads its kernel as nobody
         library = private_copy(*kernel, self._folder)
         program = private_copy(runner.path, runner.sha256, self._folder)
@@ -214,10 +225,11 @@ class Candidate:
             self._expect_ok("laying out buffers")
 
     def close(self) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            self.process.wait()
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                self.process.wait()
         for fd in (self._command, self._reply):
             with contextlib.suppress(OSError):
                 os.close(fd)
