@@ -21,6 +21,7 @@ from __future__ import annotations
 __all__ = [
     "BackendUnavailableError",
     "BrainError",
+    "ComparisonFailed",
     "ConfigError",
     "DegenerateWorkloadError",
     "KlineageError",
@@ -63,6 +64,15 @@ class LibraryError(KlineageError):
 
 class WorkerError(KlineageError):
     """The gate failed in a way that no candidate kernel caused (a klineage bug)."""
+
+
+class ComparisonFailed(KlineageError):
+    """A kernel that passed the gate failed inside a paired comparison (crashed, timed out,
+    wrote a wrong output among the kept calls): ``outcome`` is the verdict it earns."""
+
+    def __init__(self, message: str, outcome: str, reason: str):
+        super().__init__(message)
+        self.outcome, self.reason = outcome, reason
 
 
 class BrainError(KlineageError):

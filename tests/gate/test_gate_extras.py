@@ -152,3 +152,18 @@ def test_a_cpu_excess_rejects_a_kernel_the_second_time_not_the_first():
     assert "and before, at call 2" in reason
     forged = CallResult(rc=0, reported_s=2e-3, wall_s=1e-3, cpu_s=1e-3)
     assert account(session, b, forged, "call 3")[0] == "rejected_cheat", "a forged clock: at once"
+
+
+def test_a_kernel_that_fails_only_in_its_comparison_gets_a_verdict(axpy_copy, quick):
+    """The comparison runs the candidate in a fresh runner: whatever it does there is its verdict,
+    never an error of the gate's (it once raised WorkerError, 'a klineage bug')."""
+    kernel = axpy_copy / "kernels" / "traps"
+    kernel.mkdir()
+    (kernel / "kernel.c").write_text((axpy_copy / "kernels" / "plain" / "kernel.c").read_text()
+                                     .replace("{", "{ __builtin_trap();", 1))
+    workload = load_workload(axpy_copy)
+    # Unchecked and unprofiled, the comparison is the first place the kernel runs.
+    report = run_gate(workload, load_kernel(workload, "traps"), against=load_kernel(workload, "plain"),
+                      options=replace(quick, check=False, profile=False))
+    assert report.verdict is Verdict.CRASHED
+    assert "paired comparison with plain" in report.reason

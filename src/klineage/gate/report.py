@@ -129,6 +129,8 @@ class Comparison(BaseModel):
         "both were believed, else the trusted one for both")
     other_cores: float | None = Field(
         default=None, description="CPU other processes used while the pairs were timed, in cores")
+    reason: str = Field(
+        default="", description="Why the comparison could not decide, where it is 'unmeasurable'")
 
 
 class GateReport(BaseModel):

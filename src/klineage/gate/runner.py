@@ -16,7 +16,7 @@ from filelock import FileLock
 
 from klineage import __version__, settings
 from klineage.backends import Backend, BuildResult, backend_for, get_backend
-from klineage.errors import BackendUnavailableError, ConfigError, WorkerError
+from klineage.errors import BackendUnavailableError, ComparisonFailed, ConfigError, WorkerError
 from klineage.gate._job import GateJob, JobResult, run_sandboxed
 from klineage.gate._layout import TimingPlan
 from klineage.gate._optrace import traced_cheat
@@ -294,7 +294,13 @@ class _Run:
 
     def _against(self, build: BuildResult, baseline: KernelSpec) -> None:
         started = time.perf_counter()
-        comparison, undecided = _paired(self, build, baseline)
+        try:
+            comparison, undecided = _paired(self, build, baseline)
+        except ComparisonFailed as exc:  # the candidate's failure, or its baseline's beside it
+            self._stage("compare", False, started, exc.reason)
+            self._fail(Verdict(exc.outcome), f"in the paired comparison with {baseline.name}: "
+                       f"{exc.reason}")
+            return
         self.report.comparison = comparison
         faster = comparison.decision == "faster"
         self._stage("compare", faster, started, describe_comparison(comparison))
@@ -378,7 +384,7 @@ def _paired(run: _Run, build: BuildResult, baseline: KernelSpec) -> tuple[Compar
     again, why = _paired_once(run, build, baseline)
     if why is None:
         return again, None
-    return again.model_copy(update={"decision": "unmeasurable"}), why
+    return again.model_copy(update={"decision": "unmeasurable", "reason": why}), why
 
 
 def _comparison_noise(run: _Run, comparison: Comparison) -> str | None:
@@ -392,8 +398,12 @@ def _paired_once(run: _Run, build: BuildResult, baseline: KernelSpec) -> tuple[C
                           f"{_compiler_errors(base_build.log)}")
     builds = [(base_build, baseline), (build, run.kernel)]
     result = run._call_sandbox(run._job("compare"), builds)
-    if result.outcome != "ok" or result.comparison is None:
-        raise WorkerError(f"the paired comparison failed after both kernels passed: {result.reason}")
+    if result.outcome != "ok":
+        raise ComparisonFailed(f"{baseline.name} vs {run.kernel.name}: a kernel that passed the gate "
+                               f"failed in their paired comparison ({result.outcome}): "
+                               f"{result.reason}", result.outcome, result.reason)
+    if result.comparison is None:
+        raise WorkerError("a paired comparison job finished without its times")
     paired = result.comparison.model_dump(exclude={"baseline_spread", "candidate_spread"})
     comparison = Comparison(baseline=baseline.name, candidate=run.kernel.name, **paired)
     noise = _comparison_noise(run, comparison)

@@ -167,7 +167,8 @@ class GateSession:
         [(_, result)] = self._jobs([self._task(candidate, self.options, baseline)])
         if result.decision == "unmeasurable":
             raise MachineLoadedError(f"{self.workload.name}: {baseline.fingerprint[:8]} vs "
-                                     f"{candidate.fingerprint[:8]}: {describe_comparison(result)}")
+                                     f"{candidate.fingerprint[:8]}: {describe_comparison(result)}: "
+                                     f"{result.reason}")
         cached.write_text(result.model_dump_json(indent=1))
         return result
 
