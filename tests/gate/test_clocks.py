@@ -47,7 +47,8 @@ def test_the_margin_grows_with_the_noise_of_the_medians():
     calls = [CallResult(rc=0, reported_s=1e-3, wall_s=1e-3 + g, cpu_s=1e-3)
              for g in 2.35e-4 + rng.normal(0, 6e-5, 700)]
     _, info = trusted_times(calls, noisy, threads=1, short_clock_is_cheat=True)
-    assert info.raised_share == 0.0 and info.allowance_s > 2e-4 + 1e-5 + 2e-5
+    assert info.believed and info.allowance_s > 2e-4 + 1e-5 + 2e-5
+    assert info.raised_share < 0.01  # a call far out in the tail is timed by ours, alone
 
 
 def test_a_loaded_machine_is_not_a_forged_clock():
@@ -63,6 +64,40 @@ def test_a_clock_shaved_by_more_than_the_margin_gains_nothing():
     times, info = trusted_times(_calls(0.4e-3, 0.7e-3, 0.5e-3), GAPS, threads=1, short_clock_is_cheat=True)
     assert min(times) == pytest.approx(0.5e-3) and info.raised_share == 1.0
 
+
+
+def test_a_candidate_cannot_widen_the_margin_with_its_own_scatter():
+    # Readings a third of the real time, every other call padded: the candidate's gaps scatter
+    # widely, and a margin built from that scatter believed it (held-out review, 2026-12-03).
+    calls = [CallResult(rc=0, reported_s=0.4e-3, wall_s=(1.2e-3 if i % 2 else 4.0e-3) + 2e-4,
+                        cpu_s=1e-3) for i in range(60)]
+    times, info = trusted_times(calls, GAPS + np.linspace(0, 1e-6, GAPS.size), threads=1,
+                                short_clock_is_cheat=False)
+    assert not info.believed and info.raised_share == 1.0
+    assert float(np.median(times)) >= 1.2e-3
+
+
+def test_one_forged_call_in_a_trial_puts_the_whole_trial_on_our_clock():
+    # Three trials of four calls; one call in each reads 0.1 ms where it took 1 ms. The median gap
+    # stays honest, but a 2-call median would move (the mean of its two readings): every trial
+    # with a call not believed is timed by ours.
+    def call(forged: bool) -> CallResult:
+        return CallResult(rc=0, reported_s=0.1e-3 if forged else 1.0e-3, wall_s=1.2e-3, cpu_s=1e-3)
+    calls = [call(i % 4 == 1) for i in range(12)] + [call(False)] * 48
+    gaps = 2e-4 + np.random.default_rng(1).normal(0, 5e-6, 41)
+    times, info = trusted_times(calls, gaps, threads=1, short_clock_is_cheat=False, per_trial=4)
+    assert info.believed  # the median gap is honest
+    assert min(times[:12]) == pytest.approx(1.0e-3, rel=0.02)  # no forged reading survives
+    assert times[12:] == [1.0e-3] * 48 and info.raised_share == pytest.approx(3 / 60)
+
+
+def test_a_pair_with_a_call_not_believed_is_timed_by_ours_on_both_sides():
+    honest = _calls(1.0e-3, 1.2e-3, 1.0e-3)
+    forged = [CallResult(rc=0, reported_s=0.2e-3, wall_s=1.2e-3, cpu_s=1e-3), *honest[1:]]
+    (times_a, times_b), _ = paired_times((honest, forged), (GAPS, GAPS), threads=1,
+                                         short_clock_is_cheat=False)
+    assert times_b[0] == pytest.approx(1.0e-3) and times_a[0] == pytest.approx(1.0e-3)
+    assert times_a[1:] == times_b[1:] == [1.0e-3] * 49
 
 
 def test_a_pair_is_timed_by_one_clock():
@@ -82,3 +117,19 @@ def test_a_pair_of_believed_clocks_keeps_their_readings():
     (times_a, times_b), checks = paired_times((calls, calls), (GAPS, GAPS), threads=1,
                                               short_clock_is_cheat=True)
     assert times_a == times_b == [1.0e-3] * 50 and all(c.raised_share == 0.0 for c in checks)
+
+
+def test_a_reading_longer_than_the_round_trip_does_not_set_the_calibration_spin():
+    from klineage.gate._clocks import calibration_seconds
+    assert calibration_seconds(_calls(100.0, 1.2e-3, 1e-3)) == pytest.approx(1.2e-3)
+    assert calibration_seconds(_calls(1.0e-3, 1.2e-3, 1e-3)) == pytest.approx(1.0e-3)
+
+
+def test_the_gate_chooses_how_many_calls_a_trial_times():
+    from klineage.gate._layout import TimingPlan
+    from klineage.gate._phases import calls_per_trial
+    plan = TimingPlan.model_construct(target_trial_s=0.01, max_reps=100)
+    # A reading of 1 us would have asked for 100 calls; our clock saw 1 ms: 9 calls (odd).
+    assert calls_per_trial(plan, _calls(1e-6, 1.0e-3, 1e-3)) == 9
+    assert calls_per_trial(plan, _calls(1.0, 1.0, 1.0)) == 3  # never fewer than 3
+    assert calls_per_trial(plan, _calls(1e-5, 1e-5, 1e-5)) == 99  # odd under the cap

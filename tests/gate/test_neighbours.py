@@ -114,9 +114,9 @@ def test_through_a_shared_arena_the_baseline_alone_exposes_the_listener(axpy, mo
 
 
 def test_a_baseline_counting_its_calls_to_slow_down_during_the_pairs_is_found(axpy):
-    # It hears nothing; it knows the job's shape (2 warm-up calls and 6 alone, then 12 pairs)
+    # It hears nothing; it knows the job's shape (2 warm-up calls and 12 alone, then 12 pairs)
     # and slows down exactly through the pairs. To hide, it would have to be as slow alone.
-    result, _, measured = _compare(axpy, runners.counting_baseline(8, 12), runners.plain)
+    result, _, measured = _compare(axpy, runners.counting_baseline(14, 12), runners.plain)
     (times_a, times_b), *_ = measured
     assert paired_decision(times_a, times_b)[3] == "faster"
     assert result.comparison.decision == "unmeasurable", result.reason

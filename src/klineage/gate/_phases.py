@@ -18,15 +18,32 @@ from klineage.gate.sandbox import CallResult, Candidate
 if TYPE_CHECKING:
     from klineage.gate._trusted import Failure, TrustedSession
 
-__all__ = ["ALONE_SHARE", "KEPT_TIMED_CALLS", "Alone", "Calibration", "Pairs", "Reservoir"]
+__all__ = ["ALONE_SHARE", "KEPT_TIMED_CALLS", "Alone", "Calibration", "Pairs", "Reservoir",
+           "calls_per_trial", "seconds_per_call"]
 
 KEPT_TIMED_CALLS = 8
 ALONE_SHARE = 1 / 16
 """A comparison's baseline alone is timed for this share of the pairs' time (``compare_s``), and
 as long again for our kernel that stands in for the other side: an eighth more. At least half
-of ``min_pairs`` calls (6 at least: a median), at most an eighth of ``max_pairs``: short kernels
+of ``min_pairs`` calls and at least 12 (with 6, a 2-thread expert on 2 cores, whose calls read
+0.9 or 7 ms, ran "1.26x slower beside its successor" in 2 comparisons of 6 and stopped honest
+runs), at most an eighth of ``max_pairs``: short kernels
 reach ``max_pairs``, where our own work per call, not ``compare_s``, is the cost (on the CPU
 here, about 5 ms a call for a 1 ms axpy of 1M elements)."""
+
+
+def seconds_per_call(warm: list[CallResult]) -> float:
+    """How long a call takes, to plan how many to time: by our clock (its round trip), never the
+    candidate's, which would choose how many calls it is timed on."""
+    return max(float(np.median([c.wall_s for c in warm])), 1e-9)
+
+
+def calls_per_trial(timing: TimingPlan, warm: list[CallResult]) -> int:
+    """Calls in each profile trial: ``target_trial_s`` of them by our clock, odd (a trial's
+    median is one call's time, never the mean of two: a forged call would move it) and at least
+    3 (one forged call is never the median), up to ``max_reps``."""
+    reps = max(3, int(min(timing.max_reps, round(timing.target_trial_s / seconds_per_call(warm)))))
+    return reps if reps % 2 else reps - 1
 
 
 class Reservoir:
@@ -54,7 +71,7 @@ class Pairs:
         self.session, self.sides = session, sides
         load = LoadProbe(session._runners_cpu)
         warm = [warm_a, session._warm_up(sides[1], sets, timing)]
-        each = sum(float(np.median([c.reported_s for c in w])) for w in warm)
+        each = sum(seconds_per_call(w) for w in warm)
         pairs = int(min(timing.max_pairs, max(timing.min_pairs, timing.compare_s / each)))
         self.calibration = Calibration(session, sets, pairs, [] if timing.modeled else
                                         [calibration_seconds(w) for w in warm])
@@ -99,8 +116,8 @@ class Alone:
     def __init__(self, session: TrustedSession, baseline: Candidate, sets: list[InputSet],
                  timing: TimingPlan, warm: list[CallResult]) -> None:
         self.session, self.baseline, self.warm = session, baseline, warm
-        estimate = max(float(np.median([c.reported_s for c in warm])), 1e-9)
-        low = max(6, timing.min_pairs // 2)
+        estimate = seconds_per_call(warm)
+        low = max(12, timing.min_pairs // 2)
         count = int(min(max(low, timing.max_pairs // 8), max(low, ALONE_SHARE * timing.compare_s / estimate)))
         self.seconds = None if timing.modeled else calibration_seconds(warm)
         # Its times can only keep a comparison from deciding: fewer are verified than of the pairs.
@@ -147,7 +164,8 @@ class Calibration:
                  durations: list[float]) -> None:
         self.session, self.sets, self.durations = session, sets, durations
         self.gaps: list[np.ndarray] = [np.empty(0) for _ in durations]
-        spaced = (np.linspace(0, timed_calls - 1, calibration_calls(s)).round() for s in durations)
+        spaced = (np.linspace(0, timed_calls - 1, calibration_calls(s, timed_calls)).round()
+                  for s in durations)
         self.due = [Counter(points.astype(int).tolist()) for points in spaced]
         self.made = 0
 

@@ -54,7 +54,7 @@ from klineage.gate._layout import (
     set_count,
 )
 from klineage.gate._load import LoadProbe
-from klineage.gate._phases import KEPT_TIMED_CALLS, Alone, Calibration, Pairs, Reservoir
+from klineage.gate._phases import KEPT_TIMED_CALLS, Alone, Calibration, Pairs, Reservoir, calls_per_trial
 from klineage.gate.sandbox import Arena, CallResult, Candidate, CandidateFailed
 from klineage.gate.stats import summarize_trials
 from klineage.workload import load_reference, poison_value, run_reference
@@ -392,8 +392,7 @@ class TrustedSession:
             self.progress("profile", "laying out rotated input sets")
             sets = self.timing_sets(timing)
             warm = self._warm_up(candidate, sets, timing)
-            estimate = max(float(np.median([c.reported_s for c in warm])), 1e-9)
-            reps = int(min(timing.max_reps, max(1, round(timing.target_trial_s / estimate))))
+            reps = calls_per_trial(timing, warm)
             calibration = Calibration(self, sets, timing.trials * reps,
                                        [] if timing.modeled else [calibration_seconds(warm)])
             reservoir = Reservoir(KEPT_TIMED_CALLS, self._rng)
@@ -409,7 +408,7 @@ class TrustedSession:
                     calibration.after(index)
                 self._settle()
             times, clock = (modeled_times(calls) if timing.modeled else trusted_times(
-                calls, calibration.gaps[0], self.threads, self.device.async_streams))
+                calls, calibration.gaps[0], self.threads, self.device.async_streams, reps))
             failure = self._verify_kept(candidate, reservoir, aside, lambda i: f"timed call {i}")
             if failure:
                 return failure

@@ -88,12 +88,12 @@ class CallResult:
     reported_s: float
     """The candidate's own clock around the call (untrusted)."""
     wall_s: float
-    """Our clock from sending the command to reading the reply."""
+    """Our clock from sending the command to seeing the process stopped after its reply."""
     cpu_s: float
     """CPU time the candidate's process used during the call, read from outside it."""
-    after_reply_cpu_s: float = 0.0
-    """CPU time it used after its reply, before it was stopped (part of ``wall_s``): the runner
-    stops itself as it replies, so an honest call's is microseconds."""
+    after_reply_s: float = 0.0
+    """Our clock from reading its reply to seeing the whole process stopped (part of
+    ``wall_s``): the runner stops itself as it replies, so an honest call's is our polling."""
 
 
 def private_copy(artifact: Path, sha256: str, folder: Path) -> Path:
@@ -120,6 +120,14 @@ def _copy_workload_files(files: tuple[Path, ...], folder: Path) -> None:
         target.chmod(0o444)
 
 
+def _precise_sleeps() -> None:
+    """This thread's sleeps end when asked, not up to 50 us later (Linux's default timer slack):
+    the wait for a runner's stop sleeps in 10 us steps, and the slack made a 2-thread kernel's
+    calls read 100 us longer than our 1-thread calibration kernel's, which stops before we look."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(29, 1, 0, 0, 0)  # PR_SET_TIMERSLACK, 1 ns
+
+
 class Candidate:
     """One runner process holding one kernel. ``close`` kills its whole process group,
     whatever happened; the session that made it always calls it."""
@@ -131,6 +139,7 @@ class Candidate:
         command, so that a runner of ours can start while another is at work: a CUDA
         context takes a few hundred milliseconds)."""
         guard_this_process()
+        _precise_sleeps()
         self.stall_s, self.threads, self.memory_bytes = stall_s, threads, memory_bytes
         self.process: subprocess.Popen[bytes] | None = None
         self._command = self._reply = -1
@@ -207,16 +216,17 @@ class Candidate:
         started = time.perf_counter()
         self._send(line)
         reply = self._reply_line(step)
-        wall = self._answered_at - started
         answer = _RESULT.fullmatch(reply)
         if not answer:
             raise CandidateFailed("rejected_cheat", f"{step}: the candidate's process answered "
                                   f"{reply[:80]!r} instead of a call result")
-        # The CPU the process burnt between its reply and its stop is the call's too: work a
-        # helper thread finished after the reply is timed, as if it ran after the rest.
+        # The call lasts until the process is stopped: work a helper thread finished after the
+        # reply is timed. (Not the CPU it burnt after the reply: read from outside, a process's
+        # CPU clock counts another running thread's time only at its next tick, and an honest
+        # OpenMP pool's spin during the call showed up there, 1.2 ms a call in 0.12 ms.)
         return CallResult(rc=int(answer[1]), reported_s=int(answer[2]) / 1e9,
-                          wall_s=wall + self._after_reply_cpu, cpu_s=self._answered_cpu - cpu_before,
-                          after_reply_cpu_s=self._after_reply_cpu)
+                          wall_s=self._stopped_at - started, cpu_s=self._answered_cpu - cpu_before,
+                          after_reply_s=self._stopped_at - self._answered_at)
 
     def protect(self, offset: int, length: int, accessible: bool) -> None:
         self._await_load()
@@ -258,14 +268,18 @@ class Candidate:
         preempted on a loaded machine) our SIGSTOP does. Between calls none of its threads runs,
         so nothing it does can overlap our work (it cannot start on the next inputs while we
         write them, nor finish a call unseen)."""
-        deadline = time.monotonic() + _SELF_STOP_S
+        started = time.perf_counter()
         while self._wait(os.WUNTRACED | os.WNOHANG, step) is None:
-            if time.monotonic() > deadline:
+            waited = time.perf_counter() - started
+            if waited > _SELF_STOP_S:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(self.process.pid, signal.SIGSTOP)
                 self._wait(os.WUNTRACED, step)
                 break
+            # Sleep, not yield: a trusted side that kept its core while an OpenMP pool spun on
+            # the other kept the runner from reaching its stop for a millisecond (2 cores).
             time.sleep(1e-5)
+        self._stopped_at = time.perf_counter()
 
     def _wait(self, flags: int, step: str) -> int | None:
         """The runner's stop (its status) if it has stopped; raises if it died."""
@@ -336,7 +350,6 @@ class Candidate:
                 self.process.wait(timeout=2)
             raise CandidateFailed("crashed", f"{step}: the runner failed: {text[2:200]}")
         self._freeze(step)
-        self._after_reply_cpu = max(0.0, self._cpu() - self._answered_cpu)
         self._buffer += self._pending_bytes()
         if self._buffer:
             raise CandidateFailed("rejected_cheat", f"{step}: the candidate's process wrote more "
