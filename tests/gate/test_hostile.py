@@ -111,10 +111,10 @@ def test_a_trapped_call_is_named_with_where_it_came_from(axpy):
 
 
 def test_a_forged_trap_stack_is_cut_to_a_short_printable_hint():
-    from klineage.gate.sandbox import _trap_site
+    from klineage.gate._runner_log import trap_site
 
     forged = "KL_TRAP_STACK\n/x/libevil" + "A" * 60_000 + ".so(nvmlInit\x1b[2J+0x1) [0x1]\n"
-    site = _trap_site(forged)
+    site = trap_site(forged)
     assert len(site) <= 240 and "\x1b" not in site and site.startswith("libevilAAA")
 
 
@@ -133,13 +133,13 @@ def test_cuda_kernels_get_their_verdict(name):
 
 
 def test_a_dying_runners_reason_quotes_its_exception_not_the_advice_after_it():
-    from klineage.gate.sandbox import _telling_line
+    from klineage.gate._runner_log import telling_line
 
     log = ("Traceback (most recent call last):\n  File \"kernel.py\", line 3, in forward\n"
            "torch.AcceleratorError: CUDA error: no kernel image is available for execution on the device\n"
            "CUDA kernel errors might be asynchronously reported at some other API call.\n"
            "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
            "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n")
-    assert _telling_line(log).startswith("torch.AcceleratorError: CUDA error: no kernel image")
-    assert _telling_line("warming up\nsegfault soon\n") == "segfault soon"
-    assert _telling_line("") == ""
+    assert telling_line(log).startswith("torch.AcceleratorError: CUDA error: no kernel image")
+    assert telling_line("warming up\nsegfault soon\n") == "segfault soon"
+    assert telling_line("") == ""

@@ -304,7 +304,7 @@ def test_the_runner_reads_its_own_copy_of_the_workload(relu):
 
 
 def test_the_workload_copy_is_readable_whatever_the_umask_and_keeps_out_links_leaving_it(relu, tmp_path):
-    from klineage.gate.sandbox import _copy_workload_files
+    from klineage.gate._runner_process import copy_workload_files
 
     workload = tmp_path / "w"
     shutil.copytree(relu.root, workload)
@@ -316,7 +316,7 @@ def test_the_workload_copy_is_readable_whatever_the_umask_and_keeps_out_links_le
     (tmp_path / "runner").mkdir()
     previous = os.umask(0o077)
     try:
-        _copy_workload_files(files, tmp_path / "runner" / "workload")
+        copy_workload_files(files, tmp_path / "runner" / "workload")
     finally:
         os.umask(previous)
     copied = tmp_path / "runner" / "workload"

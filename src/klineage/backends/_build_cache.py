@@ -130,7 +130,7 @@ def cached_build(
     ``candidate``: the sources are a candidate's, so the compiler runs jailed
     (``_jailed_build``) and its log keeps only what it said about the candidate's own files.
     The artifact's sha256 is recorded at build time; whoever loads it later checks a private
-    copy against it (``gate.sandbox.private_copy``), so an entry changed afterwards is caught.
+    copy against it (``gate._runner_process.private_copy``), so an entry changed afterwards is caught.
     """
     final = cache_dir() / "build" / backend / fingerprint[:2] / fingerprint
     final.parent.mkdir(parents=True, exist_ok=True)

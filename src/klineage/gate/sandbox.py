@@ -14,11 +14,8 @@ times; outputs are read here, from the arena, and judged by ``gate._trusted``.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import hashlib
 import os
 import re
-import resource
 import select
 import shutil
 import signal
@@ -26,29 +23,24 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 from klineage.backends._arenas import CudaArena, HostArena
 from klineage.backends.base import SANDBOX_WORKLOAD, RunnerSpec
-from klineage.errors import WorkerError
-from klineage.jail import Jail
+from klineage.gate._runner_log import SYSCALL_NAMES_X86_64, telling_line, trap_site
+from klineage.gate._runner_process import (
+    confine,
+    copy_workload_files,
+    cores_for,
+    cpu_clock_of,
+    guard_this_process,
+    precise_sleeps,
+    private_copy,
+)
 
-__all__ = ["Arena", "CallResult", "Candidate", "CandidateFailed", "Limits", "guard_this_process",
-           "private_copy"]
+__all__ = ["Arena", "CallResult", "Candidate", "CandidateFailed", "Limits"]
 
 Arena = HostArena | CudaArena
-_SYSCALL_NAMES_X86_64 = {
-    0: "read", 1: "write", 2: "open", 7: "poll", 9: "mmap", 10: "mprotect", 13: "rt_sigaction",
-    16: "ioctl", 20: "writev", 21: "access", 28: "madvise", 41: "socket", 42: "connect",
-    49: "bind", 56: "clone", 57: "fork", 58: "vfork", 59: "execve", 62: "kill", 72: "fcntl",
-    79: "getcwd", 82: "rename",
-    83: "mkdir", 87: "unlink", 101: "ptrace", 157: "prctl", 200: "tkill", 203: "sched_setaffinity",
-    221: "fadvise64", 234: "tgkill", 237: "mbind", 257: "openat", 291: "epoll_create1",
-    302: "prlimit64",
-    310: "process_vm_readv", 311: "process_vm_writev", 317: "seccomp", 319: "memfd_create",
-    322: "execveat", 435: "clone3", 437: "openat2",
-}
 
 
 _MAX_REPLY = 4096
@@ -96,38 +88,6 @@ class CallResult:
     ``wall_s``): the runner stops itself as it replies, so an honest call's is our polling."""
 
 
-def private_copy(artifact: Path, sha256: str, folder: Path) -> Path:
-    """Copy a build artifact where no candidate can write and check it is what was built."""
-    target = folder / artifact.name
-    shutil.copyfile(artifact, target)
-    digest = hashlib.sha256(target.read_bytes()).hexdigest()
-    if digest != sha256:
-        raise WorkerError(f"the build cache entry {artifact} was changed after it was built "
-                          f"(sha256 {digest[:12]}, built as {sha256[:12]}); remove it and retry")
-    target.chmod(0o444)
-    return target
-
-
-def _copy_workload_files(files: tuple[Path, ...], folder: Path) -> None:
-    """The backend's ``sandbox_files``, read-only, where the runner (as nobody) can read them."""
-    if not files:
-        return
-    folder.mkdir()
-    folder.chmod(0o755)  # not the umask's
-    for path in files:
-        target = folder / path.name
-        shutil.copyfile(path, target)
-        target.chmod(0o444)
-
-
-def _precise_sleeps() -> None:
-    """This thread's sleeps end when asked, not up to 50 us later (Linux's default timer slack):
-    the wait for a runner's stop sleeps in 10 us steps, and the slack made a 2-thread kernel's
-    calls read 100 us longer than our 1-thread calibration kernel's, which stops before we look."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(29, 1, 0, 0, 0)  # PR_SET_TIMERSLACK, 1 ns
-
-
 class Candidate:
     """One runner process holding one kernel. ``close`` kills its whole process group,
     whatever happened; the session that made it always calls it."""
@@ -139,7 +99,7 @@ class Candidate:
         command, so that a runner of ours can start while another is at work: a CUDA
         context takes a few hundred milliseconds)."""
         guard_this_process()
-        _precise_sleeps()
+        precise_sleeps()
         self.stall_s, self.threads, self.memory_bytes = stall_s, threads, memory_bytes
         self.process: subprocess.Popen[bytes] | None = None
         self._command = self._reply = -1
@@ -157,7 +117,7 @@ class Candidate:
         library = private_copy(*kernel, self._folder)
         program = private_copy(runner.path, runner.sha256, self._folder)
         program.chmod(0o555)
-        _copy_workload_files(files, self._folder / SANDBOX_WORKLOAD)
+        copy_workload_files(files, self._folder / SANDBOX_WORKLOAD)
         command_r, self._command = os.pipe()
         self._reply, reply_w = os.pipe()
         in_arg, in_fds = inputs.runner_handle(read_only=True)
@@ -176,7 +136,7 @@ class Candidate:
                  *runner.extra_args],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=fds,
                 env=env, cwd=self._folder, start_new_session=True,
-                preexec_fn=_confine(runner, self._folder, _cores(threads), cap),
+                preexec_fn=confine(runner, self._folder, cores_for(threads), cap),
             )
         finally:
             for fd in (command_r, reply_w, *in_fds):  # the read-only descriptor is a new one
@@ -184,7 +144,7 @@ class Candidate:
             log.close()
         if handles:
             self._send(handles)
-        self._cpu_clock = _cpu_clock_of(self.process.pid)
+        self._cpu_clock = cpu_clock_of(self.process.pid)
         self._buffer = b""
         self.in_base = self.out_base = 0
         self.in_bytes, self.out_bytes = inputs.nbytes, outputs.nbytes
@@ -370,8 +330,8 @@ class Candidate:
         name = signal.Signals(number).name if number in signal.Signals._value2member_map_ else signo
         if name == "SIGSYS":
             nr = int(syscall) if syscall.lstrip("-").isdigit() else -1
-            call = _SYSCALL_NAMES_X86_64.get(nr, f"number {nr}")
-            site = _trap_site(self.log_tail(limit=1 << 16))
+            call = SYSCALL_NAMES_X86_64.get(nr, f"number {nr}")
+            site = trap_site(self.log_tail(limit=1 << 16))
             raise CandidateFailed("rejected_cheat", f"{step}: the kernel made a system call that "
                                   f"kernels may not make ({call}); the sandbox stopped it"
                                   + (f" (its log names the caller: {site})" if site else ""))
@@ -393,7 +353,7 @@ class Candidate:
         code = self.process.returncode
         how = (f"killed by {signal.Signals(-code).name}" if code < 0
                else f"exited with status {code}")
-        said = _telling_line(self.log_tail(limit=1 << 14))
+        said = telling_line(self.log_tail(limit=1 << 14))
         last = f"; last output: {said[:300]}" if said else ""
         raise CandidateFailed("crashed", f"{step}: the kernel's process {how}{last}")
 
@@ -405,87 +365,3 @@ class Candidate:
         return f"at address {address:#x}"
 
 
-_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b.*:")
-
-
-def _telling_line(log: str) -> str:
-    """The log line that says most about a death: a Python exception's own line where there is
-    one (torch follows a CUDA error with three lines of advice), else the last line."""
-    lines = [line for line in log.splitlines() if line.strip()]
-    named = [line for line in lines if _EXCEPTION_LINE.match(line)]
-    return (named or lines or [""])[-1]
-
-
-_TRAP_STACK = "KL_TRAP_STACK"  # _runner.c's line before a trapped call's frames
-_FRAME = re.compile(r"^(?P<file>[^\s()\[]+)(?:\((?P<symbol>[^)+]*)(?:\+0x[0-9a-f]+)?\))?\s*\[0x[0-9a-f]+\]$")
-
-
-_UNPRINTED = re.compile(r"[^\w.+\-() <]")
-
-
-def _trap_site(log: str, libraries: int = 4) -> str:
-    """Where a trapped call came from, from its stack (the runner wrote it to the log): the
-    innermost libraries, each with the function it was entered by where it exports one, less
-    the runner's handler and libc's wrappers. A hint for the kernel's author only: the kernel
-    can write the log too."""
-    _, marker, stack = log.rpartition(_TRAP_STACK)
-    if not marker:
-        return ""
-    runs: list[tuple[str, str]] = []  # (library, the outermost named function in it)
-    for line in stack.splitlines():
-        found = _FRAME.match(line.strip())
-        if not found:
-            continue
-        library = Path(found["file"]).name
-        if library.startswith(("kl_runner", "libc.so")):
-            continue
-        if not runs or runs[-1][0] != library:
-            runs.append((library, ""))
-        if found["symbol"]:
-            runs[-1] = (library, found["symbol"])
-    site = " <- ".join(f"{lib}({name})" if name else lib for lib, name in runs[:libraries])
-    return _UNPRINTED.sub("?", site)[:240]
-
-
-@cache
-def guard_this_process() -> None:
-    """A runner may share this process's user (without root it cannot drop to another; the
-    Python runner keeps root's uid, without capabilities), so keep this process's memory (seeds,
-    inputs to come) away from it: a non-dumpable process cannot be ptraced or have its
-    /proc/PID/mem read by a process of the same user that lacks CAP_SYS_PTRACE."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE, 0
-        raise WorkerError(f"cannot make the gate's process non-dumpable: errno {ctypes.get_errno()}")
-
-
-def _cpu_clock_of(pid: int) -> int:
-    # Linux's clock id for the CPU time of a whole process (CPUCLOCK_SCHED of thread group pid).
-    return ((~pid) << 3) | 2
-
-
-def _cores(threads: int) -> set[int]:
-    available = sorted(os.sched_getaffinity(0))
-    return set(available[:max(1, min(threads, len(available)))])
-
-
-def _confine(runner: RunnerSpec, folder: Path, cores: set[int], memory_cap: int | None):
-    """The runner's process before it executes: its cores, its limits (1 MiB of file: the log),
-    and, where its backend gives a view (``RunnerSpec.reads``), a jail that lets it read only
-    that view and its own folder. It changes its user itself (gate/_runner.c)."""
-    def pin() -> None:
-        os.sched_setaffinity(0, cores)
-
-    jail = Jail(read=(folder, *(runner.reads or ())), write=runner.writes, devices=runner.devices,
-                become_nobody=False, private_network=False, memory_bytes=memory_cap,
-                file_bytes=1 << 20, extra=pin)
-    if runner.reads is not None:
-        return jail.preexec()
-
-    def unjailed() -> None:  # klineage's own model runner (the null backend)
-        pin()
-        if memory_cap is not None:
-            resource.setrlimit(resource.RLIMIT_AS, (memory_cap, memory_cap))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-    return unjailed
