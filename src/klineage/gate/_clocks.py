@@ -72,7 +72,8 @@ def calibration_seconds(calls: list[CallResult]) -> float:
 
 
 def trusted_times(calls: list[CallResult], gaps: np.ndarray, threads: int,
-                  short_clock_is_cheat: bool, per_trial: int = 1) -> tuple[list[float], ClockCheck]:
+                  short_clock_is_cheat: bool, per_trial: int = 1, switch_s: float = 0.0
+                  ) -> tuple[list[float], ClockCheck]:
     """The calls' times, as neither side's clock alone would give them.
 
     ``gaps`` are the calibration kernel's (our clock - its clock) per call. When the candidate's
@@ -80,7 +81,8 @@ def trusted_times(calls: list[CallResult], gaps: np.ndarray, threads: int,
     a trial (``per_trial`` consecutive calls) where one call's gap is beyond what the
     calibration's scatter allows one call: that trial is timed by ours. Otherwise ours time
     every call (each call's time is at least its round trip less the calibration's median gap),
-    so a clock that reads short gains at most the margin.
+    so a clock that reads short gains at most the margin. ``switch_s``: what our calibration
+    kernel's calls right after another runner's read over its others; one call may read it too.
 
     ``short_clock_is_cheat`` (a GPU, where work can run on streams the candidate's clock does not
     see): a clock that reads under a quarter of ours is a cheat, unless the runner's CPU time,
@@ -89,19 +91,21 @@ def trusted_times(calls: list[CallResult], gaps: np.ndarray, threads: int,
     calls, so a short clock is time it waited for a core (behind its own spinning threads, or
     other processes) or tampering, which our clock already neutralises: never a verdict.
     """
-    reported, ours, honest, check = _judge(calls, gaps, threads, short_clock_is_cheat)
+    reported, ours, honest, check = _judge(calls, gaps, threads, short_clock_is_cheat, switch_s)
     return _timed_by(reported, ours, check, _trials_believed(honest, per_trial) & check.believed)
 
 
 def paired_times(calls: tuple[list[CallResult], list[CallResult]],
-                 gaps: tuple[np.ndarray, np.ndarray], threads: int, short_clock_is_cheat: bool
+                 gaps: tuple[np.ndarray, np.ndarray], threads: int, short_clock_is_cheat: bool,
+                 switch_s: tuple[float, float] = (0.0, 0.0)
                  ) -> tuple[tuple[list[float], list[float]], tuple[ClockCheck, ClockCheck]]:
     """Both sides of a paired comparison timed by one clock: the runners' own when both were
     believed, else ours for both; and each pair by one clock: ours for both calls where either
     call's reading is not believed. Judged apart, an honest kernel compared with itself was
     timed by its own clock on one side and by ours on the other, one measurement in two
     (re-measure spread 12% for a 0.14 ms GPU kernel)."""
-    judged = [_judge(c, g, threads, short_clock_is_cheat) for c, g in zip(calls, gaps, strict=True)]
+    judged = [_judge(c, g, threads, short_clock_is_cheat, switch)
+              for c, g, switch in zip(calls, gaps, switch_s, strict=True)]
     believed = all(check.believed for *_, check in judged)
     pairs = judged[0][2] & judged[1][2] & believed
     (times_a, check_a), (times_b, check_b) = (_timed_by(reported, ours, check, pairs)
@@ -128,8 +132,8 @@ def modeled_times(calls: list[CallResult]) -> tuple[list[float], ClockCheck]:
                                 raised_share=0.0)
 
 
-def _judge(calls: list[CallResult], gaps: np.ndarray, threads: int, short_clock_is_cheat: bool
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, ClockCheck]:
+def _judge(calls: list[CallResult], gaps: np.ndarray, threads: int, short_clock_is_cheat: bool,
+           switch_s: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, ClockCheck]:
     """Each call's reading, its time by our clock, whether the call's own gap is within what one
     calibration call's may be, and whether the candidate's clock is believed at all."""
     walls = np.asarray([c.wall_s for c in calls])
@@ -141,7 +145,7 @@ def _judge(calls: list[CallResult], gaps: np.ndarray, threads: int, short_clock_
     scatter = _robust_sigma(gaps)
     # Both medians as noisy as the calibration's: the candidate's own scatter is its to widen.
     allowance = gap + BELIEF_SIGMAS * math.sqrt(2) * _median_error(gaps) + BELIEF_SHARE * typical
-    honest = own <= gap + CALL_SIGMAS * scatter + BELIEF_SHARE * reported
+    honest = own <= gap + switch_s + CALL_SIGMAS * scatter + BELIEF_SHARE * reported
     ours = np.maximum(walls - gap, 0.0)
     seen = float(np.median(ours))
     burned = float(np.median([c.cpu_s for c in calls]))

@@ -26,9 +26,12 @@ __all__ = ["CANARY", "GUARD", "InputArenas", "InputSet", "Output", "TimingPlan",
 CANARY = 0xC5
 GUARD = 16 * PAGE
 """Inaccessible bytes before and after every output (on CPU; canaries are checked on both)."""
-FRESH_BLOCK = 64
-"""Elements per redrawn block; 1 block in ``FRESH_SHARE`` is redrawn before each timed call."""
-FRESH_SHARE = 64
+FRESH_SHARE = 32
+"""Before each timed call one element at a random place in every ``FRESH_SHARE`` of each input
+is redrawn: every row and tile of 32 elements or more changes on every call, so a kernel that
+keeps what it saw has to recompute everything. Whole blocks of 64 elements, one block in 64,
+left 98% of the blocks as they were: a kernel that recomputed only the changed blocks was
+always exact and timed 2.8x faster than the expert (held-out review, 2026-12-03)."""
 
 
 class TimingPlan(BaseModel):
@@ -194,11 +197,8 @@ def inputs_of(device: Device, bufs: InputSet, drawn: list[tuple[Any, Any]], aren
 
 
 def _blocks(view: Any) -> Any:
-    """The whole blocks of an input as rows (a view); a small input is one element a row."""
-    flat = view.reshape(-1)
-    count = flat.shape[0]
-    width = FRESH_BLOCK if count >= FRESH_BLOCK * FRESH_SHARE else 1
-    return flat[:count - count % width].reshape(-1, width)
+    """An input's elements as rows of one (a view), the unit ``freshen`` redraws."""
+    return view.reshape(-1, 1)
 
 
 def set_count(workload: Workload, timing: TimingPlan) -> int:

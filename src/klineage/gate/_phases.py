@@ -164,6 +164,7 @@ class Calibration:
                  durations: list[float]) -> None:
         self.session, self.sets, self.durations = session, sets, durations
         self.gaps: list[np.ndarray] = [np.empty(0) for _ in durations]
+        self.switch_gaps: list[list[float]] = [[] for _ in durations]
         spaced = (np.linspace(0, timed_calls - 1, calibration_calls(s, timed_calls)).round()
                   for s in durations)
         self.due = [Counter(points.astype(int).tolist()) for points in spaced]
@@ -175,6 +176,15 @@ class Calibration:
             for _ in range(due.get(index, 0)):
                 bufs = self.sets[self.made % len(self.sets)]
                 self.made += 1
-                self.session._calibration_gap(0.0, bufs)  # the switch from the timed runner
+                # The switch from the timed runner, then a call after one of its own.
+                self.switch_gaps[series].append(self.session._calibration_gap(0.0, bufs))
                 gap = self.session._calibration_gap(seconds, bufs)
                 self.gaps[series] = np.append(self.gaps[series], gap)
+
+    def switch_s(self, series: int) -> float:
+        """How much more gap a call right after another runner's has than one after its own,
+        by our kernel's calls: a timed call after a calibration call pays it (40-50 us on the
+        H200), and a call's own belief allows it."""
+        if not len(self.gaps[series]) or not self.switch_gaps[series]:
+            return 0.0
+        return max(0.0, float(np.median(self.switch_gaps[series]) - np.median(self.gaps[series])))

@@ -408,7 +408,8 @@ class TrustedSession:
                     calibration.after(index)
                 self._settle()
             times, clock = (modeled_times(calls) if timing.modeled else trusted_times(
-                calls, calibration.gaps[0], self.threads, self.device.async_streams, reps))
+                calls, calibration.gaps[0], self.threads, self.device.async_streams, reps,
+                calibration.switch_s(0)))
             failure = self._verify_kept(candidate, reservoir, aside, lambda i: f"timed call {i}")
             if failure:
                 return failure
@@ -474,7 +475,8 @@ class TrustedSession:
                 times, clocks = (times_a, times_b), (clock_a, clock_b)
             else:
                 times, clocks = paired_times(tuple(paired.calls), tuple(paired.calibration.gaps),
-                                             self.threads, self.device.async_streams)
+                                             self.threads, self.device.async_streams,
+                                             tuple(paired.calibration.switch_s(i) for i in (0, 1)))
             solo = alone.times(all(clock.believed for clock in clocks), paired.calibration.gaps)
             failure = alone.verify() or paired.verify()
             if failure:
