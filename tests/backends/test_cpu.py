@@ -51,3 +51,24 @@ def test_imported_symbols_are_listed(axpy):
     cheat = FIXTURES.parent / "gate" / "cheats" / "reads_a_file"
     result = backend.build(load_kernel(axpy, cheat))
     assert "fopen" in backend.imported_symbols(result.artifact)
+
+
+def test_the_trusted_side_makes_each_runner_core_cold_and_comes_home(monkeypatch):
+    # The runner flushed its own core once, after it was continued and before its clock started:
+    # a helper thread of the kernel's ran untimed meanwhile. Now the trusted side does it while
+    # the runner is stopped, on each of the runner's cores, and returns to its own.
+    import os
+
+    from klineage.backends._cpu_machine import runner_cores
+    from klineage.backends.cpu import CpuBackend
+
+    moves = []
+    real = os.sched_setaffinity
+    monkeypatch.setattr(os, "sched_setaffinity",
+                        lambda pid, cores: moves.append(set(cores)) or real(pid, cores))
+    home = os.sched_getaffinity(0)
+    device = CpuBackend().open_device(threads=2)
+    device.flush_cache()
+    cores = runner_cores(2)
+    assert moves == [{core} for core in sorted(cores)] + [home]
+    assert os.sched_getaffinity(0) == home

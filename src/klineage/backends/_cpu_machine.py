@@ -17,8 +17,8 @@ from typing import Any
 from klineage.errors import ToolchainError
 
 __all__ = ["FMA_UNITS", "PROBE", "clock_ghz", "cpu_flags", "cpu_model", "fma_bound_gflops",
-           "last_level_cache_bytes", "machine_key", "per_core_cache_bytes", "probe_key", "run_probe",
-           "simd_level", "theoretical_peak"]
+           "last_level_cache_bytes", "machine_key", "per_core_cache_bytes", "probe_key",
+           "run_probe", "runner_cores", "simd_level", "theoretical_peak"]
 
 PROBE = Path(__file__).with_name("_cpu_probe.c")
 
@@ -167,3 +167,9 @@ def last_level_cache_bytes() -> int:
 
 def per_core_cache_bytes() -> int:
     return _cache_size(2, 2 << 20)
+
+
+def runner_cores(threads: int) -> set[int]:
+    """The cores a runner of ``threads`` threads is pinned to: the first of ours."""
+    available = sorted(os.sched_getaffinity(0))
+    return set(available[:max(1, min(threads, len(available)))])

@@ -51,12 +51,10 @@ SANDBOX_WORKLOAD = "workload"
 
 @dataclass(frozen=True)
 class RunnerSpec:
-    """A built sandbox runner (``gate/_runner.c`` for one backend) and the arguments it takes
-    after the arenas (CPU: bytes of private cache to flush before each call)."""
+    """A built sandbox runner (``gate/_runner.c`` for one backend) and what it may touch."""
 
     path: Path
     sha256: str
-    extra_args: tuple[str, ...] = ()
     reads: tuple[Path, ...] | None = None
     """What the runner may read besides its own folder (``_runner_view``); None: it is not
     jailed (the null backend's runner is klineage's own model, no candidate code)."""

@@ -37,6 +37,7 @@ from klineage.backends._cpu_machine import (
     per_core_cache_bytes,
     probe_key,
     run_probe,
+    runner_cores,
     simd_level,
     theoretical_peak,
 )
@@ -119,7 +120,7 @@ class CpuBackend:
                                    "-pthread", "-ldl"])
         reads, devices = host_runner_view(python="-DKL_PYTHON" in self.runner_flags)
         # The runner writes this much of its own memory before each call: private caches cold.
-        return RunnerSpec(path, sha, (str(2 * per_core_cache_bytes()),), reads, devices)
+        return RunnerSpec(path, sha, reads, devices)
 
     def calibration_kernel(self) -> tuple[Path, str]:
         return trusted_build(SANDBOX_SOURCES / "_spin.c", "spin.so",
@@ -138,7 +139,7 @@ class CpuBackend:
         return f"cpu-{machine_key()}"
 
     def open_device(self, threads: int | None) -> CpuDevice:
-        return CpuDevice()
+        return CpuDevice(runner_cores(threads or 1), 2 * per_core_cache_bytes())
 
     def ceilings(self, threads: int | None, remeasure: bool = False) -> Ceilings:
         count = threads or 1
@@ -197,6 +198,12 @@ class CpuDevice:
     inputs_protected = True
     async_streams = False
     helper_threads = 0
+
+    def __init__(self, cores: set[int] | None = None, flush_bytes: int = 0):
+        """``cores``: those the runners are pinned to, whose private caches ``flush_cache``
+        writes over (``flush_bytes`` of ours on each); none for a modeled runner."""
+        self._cores = sorted(cores or ())
+        self._flush = np.zeros(flush_bytes if self._cores else 0, dtype=np.uint8)
 
     def arena(self, nbytes: int, name: str) -> HostArena:
         return HostArena(nbytes, name)
@@ -268,9 +275,19 @@ class CpuDevice:
         pass
 
     def flush_cache(self) -> None:
-        # The runner flushes its core's private caches itself (RunnerSpec.extra_args); the shared
-        # last-level cache is defeated by rotating input sets.
-        pass
+        """The runners' cores' private caches written over by this thread, moved onto each in
+        turn while the runners are stopped (the shared last-level cache is defeated by rotating
+        input sets). The runner did it itself once, after it was continued and before its clock
+        started: 60-140 us in which a helper thread of the kernel's ran untimed."""
+        if not self._flush.size:
+            return
+        home = os.sched_getaffinity(0)
+        try:
+            for core in self._cores:
+                os.sched_setaffinity(0, {core})
+                self._flush[::64] += 1
+        finally:
+            os.sched_setaffinity(0, home)
 
 
 @cache

@@ -99,7 +99,7 @@ class CudaBackend:
         toolkit = Path(settings.nvcc()).resolve().parent.parent
         reads, devices = cuda_runner_view("-DKL_PYTHON" in self.runner_flags, toolkit)
         # No cache flush here: the L2 is flushed from the trusted side (one per GPU).
-        return RunnerSpec(path, sha, (), reads, devices, CUDA_WRITES)
+        return RunnerSpec(path, sha, reads, devices, CUDA_WRITES)
 
     def calibration_kernel(self) -> tuple[Path, str]:
         return trusted_build(SANDBOX_SOURCES / "_spin.cu", "spin.so",

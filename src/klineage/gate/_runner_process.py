@@ -16,8 +16,8 @@ from klineage.backends.base import RunnerSpec
 from klineage.errors import WorkerError
 from klineage.jail import Jail
 
-__all__ = ["confine", "copy_workload_files", "cores_for", "cpu_clock_of", "guard_this_process",
-           "precise_sleeps", "private_copy"]
+__all__ = ["confine", "copy_workload_files", "cpu_clock_of", "guard_this_process", "precise_sleeps",
+           "private_copy"]
 
 
 def private_copy(artifact: Path, sha256: str, folder: Path) -> Path:
@@ -66,11 +66,6 @@ def guard_this_process() -> None:
 def cpu_clock_of(pid: int) -> int:
     # Linux's clock id for the CPU time of a whole process (CPUCLOCK_SCHED of thread group pid).
     return ((~pid) << 3) | 2
-
-
-def cores_for(threads: int) -> set[int]:
-    available = sorted(os.sched_getaffinity(0))
-    return set(available[:max(1, min(threads, len(available)))])
 
 
 def confine(runner: RunnerSpec, folder: Path, cores: set[int], memory_cap: int | None):

@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from klineage.backends._arenas import CudaArena, HostArena
+from klineage.backends._cpu_machine import runner_cores
 from klineage.backends.base import SANDBOX_WORKLOAD, RunnerSpec
 from klineage.gate._runner_log import SYSCALL_NAMES_X86_64, telling_line, trap_site
 from klineage.gate._runner_process import (
     confine,
     copy_workload_files,
-    cores_for,
     cpu_clock_of,
     guard_this_process,
     precise_sleeps,
@@ -132,11 +132,10 @@ class Candidate:
         try:
             self.process = subprocess.Popen(
                 [str(program), str(library), entry, str(inputs.nbytes), str(outputs.nbytes),
-                 str(command_r), str(reply_w), *(("pipe", "pipe") if handles else (in_arg, out_arg)),
-                 *runner.extra_args],
+                 str(command_r), str(reply_w), *(("pipe", "pipe") if handles else (in_arg, out_arg))],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=fds,
                 env=env, cwd=self._folder, start_new_session=True,
-                preexec_fn=confine(runner, self._folder, cores_for(threads), cap),
+                preexec_fn=confine(runner, self._folder, runner_cores(threads), cap),
             )
         finally:
             for fd in (command_r, reply_w, *in_fds):  # the read-only descriptor is a new one
