@@ -25,7 +25,8 @@ import klineage.workload.kernelbench
 
 EXPECTED = {
     klineage: ["__version__"],
-    klineage.errors: ["BackendUnavailableError", "BrainError", "ConfigError", "DegenerateWorkloadError",
+    klineage.errors: ["BackendUnavailableError", "BrainError", "ComparisonFailed", "ConfigError",
+                      "DegenerateWorkloadError",
                       "KlineageError", "LibraryError", "MachineLoadedError", "RunStopped",
                       "ToolchainError", "WorkerError",
                       "WorkloadError"],

@@ -74,7 +74,8 @@ def test_timing_reports_the_clock_check(axpy, quick):
     report = run_gate(axpy, load_kernel(axpy, "plain"), options=quick)
     clock = report.timing.clock
     assert clock is not None and clock.allowance_s >= clock.calibration_gap_s
-    assert 0.0 <= clock.raised_share <= 1.0 and (not clock.believed or clock.raised_share == 0.0)
+    # A believed clock times a trial by ours only where one of its calls was not believed.
+    assert 0.0 <= clock.raised_share <= 1.0 and (not clock.believed or clock.raised_share < 1.0)
 
 
 def test_the_runner_is_unprivileged_and_sees_no_secret(axpy, quick, monkeypatch):
@@ -167,3 +168,13 @@ def test_a_kernel_that_fails_only_in_its_comparison_gets_a_verdict(axpy_copy, qu
                       options=replace(quick, check=False, profile=False))
     assert report.verdict is Verdict.CRASHED
     assert "paired comparison with plain" in report.reason
+
+
+def test_a_kernel_that_recomputes_only_the_inputs_that_changed_is_not_faster(quick):
+    """Every call's inputs differ from the last ones in every window of 32 elements, so keeping
+    earlier outputs saves nothing. With one 64-element block in 64 redrawn, this kernel redid
+    2 blocks of 128 a call, exact and many times faster than the plain one."""
+    workload = load_workload(Path(__file__).parent / "stale_inputs")
+    report = run_gate(workload, load_kernel(workload, "memo"), against=load_kernel(workload, "plain"),
+                      options=quick)
+    assert report.verdict in (Verdict.SLOWER, Verdict.UNMEASURABLE), report.reason

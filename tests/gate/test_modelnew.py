@@ -40,7 +40,8 @@ LIMITS = Limits(stall_s=60, memory_bytes=4 << 30)
 @pytest.fixture(scope="module")
 def relu(tmp_path_factory):
     out = tmp_path_factory.mktemp("kb")
-    import_kernelbench([FIXTURES / "kernelbench" / "1_relu.py"], out)
+    [outcome] = import_kernelbench([FIXTURES / "kernelbench" / "1_relu.py"], out)
+    assert outcome.ok, outcome.error  # once only "workload folder not found" said it failed
     return load_workload(out / "1_relu")
 
 
