@@ -77,13 +77,13 @@ class InputSet:
     outputs: list[Output]
     seed: int
     fresh: list[tuple[Any, Any] | None] = field(default_factory=list)
-    """Per input, the blocks redrawn for the last call and their original values."""
+    """Per input, the elements redrawn for the last call and their original values."""
     mirror: list[Any] = field(default_factory=list)
     """Where the runner could write inputs (GPU memory): our own copy, compared after each call."""
     views: dict[int, list[Any]] = field(default_factory=dict)
     """Output views per arena (by id), made once: a timed call should cost us little."""
     blocks: list[list[Any]] = field(default_factory=list)
-    """Per input, its blocks as rows: in every runner's arena, then in the mirror (if any)."""
+    """Per input, its elements, flat: in every runner's arena, then in the mirror (if any)."""
     placed: dict[int, list[Any]] = field(default_factory=dict)
     """The inputs in each runner's input arena (by id), in the order the arenas were made."""
 
@@ -154,11 +154,12 @@ class InputArenas:
 
 
 def freshen(device: Device, workload: Workload, bufs: InputSet, generator: Any) -> list[tuple[Any, Any]]:
-    """Redraw a random share of every input's blocks; returns what was drawn, per input.
+    """Redraw one element at a random place in every ``FRESH_SHARE`` of every input; returns
+    what was drawn (places and values), per input.
 
-    The blocks redrawn for the previous call go back to their base values first, so every call
+    The elements redrawn for the previous call go back to their base values first, so every call
     differs from the base inputs by its own draw alone, and a kept call's inputs can be rebuilt.
-    Every runner's arena gets the same blocks (only what changed is written). Base values are
+    Every runner's arena gets the same elements (only what changed is written). Base values are
     read from our own copy where a runner could have written the inputs.
     """
     if not bufs.blocks:
@@ -174,7 +175,7 @@ def freshen(device: Device, workload: Workload, bufs: InputSet, generator: Any) 
                 target[previous[0]] = previous[1]
         picked = device.pick_blocks(len(blocks), FRESH_SHARE, generator)
         originals = targets[-1][picked]
-        values = device.draw(spec, (max(1, len(blocks) // FRESH_SHARE), blocks.shape[1]), generator)
+        values = device.draw(spec, (max(1, len(blocks) // FRESH_SHARE),), generator)
         for target in targets:
             target[picked] = values
         bufs.fresh[index] = (picked, originals)
@@ -197,8 +198,8 @@ def inputs_of(device: Device, bufs: InputSet, drawn: list[tuple[Any, Any]], aren
 
 
 def _blocks(view: Any) -> Any:
-    """An input's elements as rows of one (a view), the unit ``freshen`` redraws."""
-    return view.reshape(-1, 1)
+    """An input's elements, flat (a view): ``freshen`` redraws single elements."""
+    return view.reshape(-1)
 
 
 def set_count(workload: Workload, timing: TimingPlan) -> int:
