@@ -178,3 +178,18 @@ def test_a_kernel_that_recomputes_only_the_inputs_that_changed_is_not_faster(qui
     report = run_gate(workload, load_kernel(workload, "memo"), against=load_kernel(workload, "plain"),
                       options=quick)
     assert report.verdict in (Verdict.SLOWER, Verdict.UNMEASURABLE), report.reason
+
+
+def test_a_kernel_correct_only_on_the_timed_distribution_fails_on_a_check_init(quick):
+    """A softmax that skips the row's max is exact on N(0, 1) rows and NaN on rows near 100;
+    the workload's check_inits put such rows into correctness, and only there."""
+    workload = load_workload(Path(__file__).parent / "shifted_inputs")
+    checks = replace(quick, profile=False)
+    report = run_gate(workload, load_kernel(workload, "unshifted"), options=checks)
+    assert report.verdict is Verdict.INCORRECT, report.reason
+    assert "check init x = 'normal:100:1'" in report.reason
+    assert run_gate(workload, load_kernel(workload, "stable"), options=checks).verdict is Verdict.ACCEPTED
+    timed_only = workload.model_copy(update={"inputs": tuple(
+        s.model_copy(update={"check_inits": ()}) for s in workload.inputs)})
+    unchecked = run_gate(timed_only, load_kernel(timed_only, "unshifted"), options=checks)
+    assert unchecked.verdict is Verdict.ACCEPTED

@@ -70,6 +70,12 @@ def test_quick_without_quick_axes_keeps_the_benchmark_sizes(axpy):
         ('[inputs.z]\nshape = ["N"]\ndtype = "float32"',
          '[inputs.z]\nshape = ["N"]\ndtype = "float32"\ninit = "randint:0:1"',
          r"inputs\.z\.init: .*all zeros"),
+        ('[inputs.z]\nshape = ["N"]\ndtype = "float32"',
+         '[inputs.z]\nshape = ["N"]\ndtype = "float32"\ncheck_inits = ["normal:9:1", "normal|shuffled"]',
+         r"inputs\.z\.check_inits\[1\]: unknown shaping 'shuffled'"),
+        ('[inputs.z]\nshape = ["N"]\ndtype = "float32"',
+         '[inputs.z]\nshape = ["N"]\ndtype = "float32"\ninit = "normal|sorted"',
+         r"inputs\.z\.init: .*for check_inits only"),
     ],
 )
 def test_bad_workload_toml(axpy_copy, old, new, message):

@@ -40,7 +40,7 @@ from klineage.backends._shared import cached_ceilings
 from klineage.backends.base import BuildResult, Ceilings, RunnerSpec
 from klineage.errors import BackendUnavailableError, ToolchainError
 from klineage.workload.dtypes import dtype_info
-from klineage.workload.inputs import parse_init
+from klineage.workload.inputs import parse_init, shaping
 from klineage.workload.model import KernelSpec, TensorSpec, Workload
 
 __all__ = ["CudaBackend", "CudaDevice", "parse_ptxas_report", "sass"]
@@ -339,12 +339,22 @@ class CudaDevice:
         shape = tuple(dims)
         if kind == "normal":
             values = torch.randn(shape, generator=generator, device="cuda")
+            values = values * args[1] + args[0] if args else values
         elif kind == "uniform":
             values = torch.rand(shape, generator=generator, device="cuda") * (args[1] - args[0]) + args[0]
         elif kind == "randint":
             values = torch.randint(int(args[0]), int(args[1]), shape, generator=generator, device="cuda")
         else:
             values = torch.rand(shape, generator=generator, device="cuda") < 0.5
+        how = shaping(spec.init)
+        if how and shape:  # as inputs.draw_values shapes them on the host
+            if how == "sorted":
+                values = torch.sort(values, dim=-1).values
+            elif how == "constant_rows":
+                values = values[..., :1].expand(shape)
+            else:
+                pool = values.reshape(-1)[:8]
+                values = pool[torch.randint(0, pool.numel(), shape, generator=generator, device="cuda")]
         return values.to(self._torch_dtype(dtype_info(spec.dtype).numpy)).contiguous()
 
     def download(self, buffer: Any) -> np.ndarray:

@@ -59,7 +59,8 @@ from klineage.gate.sandbox import Arena, CallResult, Candidate, CandidateFailed
 from klineage.gate.stats import summarize_trials
 from klineage.workload import load_reference, poison_value, run_reference
 from klineage.workload.dtypes import dtype_info
-from klineage.workload.model import Workload
+from klineage.workload.inputs import check_rounds
+from klineage.workload.model import TensorSpec, Workload
 
 __all__ = ["TrustedSession"]
 
@@ -131,9 +132,10 @@ class TrustedSession:
             candidate.protect(0, outputs.nbytes, accessible=True)
             candidate.protect(0, GUARD, accessible=False)
 
-    def _new_set(self, axes: dict[str, int], seed: int) -> InputSet:
+    def _new_set(self, axes: dict[str, int], seed: int, specs: tuple[TensorSpec, ...] = ()) -> InputSet:
+        """``specs``: the inputs drawn by these (a check init's round), not the workload's own."""
         copies, offsets = [], []  # per input, its views in every runner's arena
-        for index, spec in enumerate(self.workload.inputs):
+        for index, spec in enumerate(specs or self.workload.inputs):
             values = self.device.random(spec, spec.dims(axes), seed, index)
             offset, views = self._inputs.place(spec, axes, values)
             copies.append(views)
@@ -326,6 +328,10 @@ class TrustedSession:
                 fresh = self._new_set(axes, secret)
                 self._call_and_verify(candidate, fresh,
                                       f"at {label}, secret seed (freshly allocated buffers)")
+                for specs, named in check_rounds(self.workload):
+                    self._reset()
+                    self._call_and_verify(candidate, self._new_set(axes, secret + 1, specs),
+                                          f"at {label}, check init {named}")
         except CandidateFailed as exc:
             return exc.outcome, exc.reason
         return None

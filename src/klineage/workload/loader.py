@@ -147,7 +147,7 @@ def _tensors(fields: _Fields, raw: Any, section: str, axes: dict[str, int]) -> t
     for name, body in table.items():
         field = f"{section}.{name}"
         body = fields.typed(body, dict, field, "a table")
-        allowed = {"shape", "dtype"} | ({"init"} if section == "inputs" else set())
+        allowed = {"shape", "dtype"} | ({"init", "check_inits"} if section == "inputs" else set())
         unknown = sorted(set(body) - allowed)
         if unknown:
             raise fields.fail(f"{field}.{unknown[0]}", f"unknown key (known: {', '.join(sorted(allowed))})")
@@ -165,9 +165,17 @@ def _tensors(fields: _Fields, raw: Any, section: str, axes: dict[str, int]) -> t
             check_init(init, dtype)
         except ValueError as exc:
             raise fields.fail(f"{field}.init", str(exc)) from exc
+        checks = fields.typed(body.get("check_inits", []), list, f"{field}.check_inits", "a list of inits")
+        for k, check in enumerate(checks):
+            try:
+                if not isinstance(check, str):
+                    raise ValueError(f"an init is a string, got {check!r}")
+                check_init(check, dtype, shaped=True)
+            except ValueError as exc:
+                raise fields.fail(f"{field}.check_inits[{k}]", str(exc)) from exc
         if not name.isidentifier():
             raise fields.fail(field, "tensor names must be identifiers")
-        specs.append(TensorSpec(name=name, shape=shape, dtype=dtype, init=init))
+        specs.append(TensorSpec(name=name, shape=shape, dtype=dtype, init=init, check_inits=tuple(checks)))
     return tuple(specs)
 
 

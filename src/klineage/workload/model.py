@@ -28,8 +28,13 @@ class TensorSpec(BaseModel):
     dtype: str = Field(description="float16|bfloat16|float32|float64|int8|int32|int64|uint8|bool")
     init: str = Field(
         default="",
-        description="normal | uniform | uniform:LO:HI | randint:LO:HI | bernoulli; "
+        description="normal | normal:MEAN:STD | uniform | uniform:LO:HI | randint:LO:HI | bernoulli; "
         "empty means the dtype's default (normal for floats).",
+    )
+    check_inits: tuple[str, ...] = Field(
+        default=(),
+        description="More distributions correctness is checked on (never timed), each an init "
+        "with an optional shaping: 'INIT|sorted', '|constant_rows', '|duplicates'.",
     )
 
     def dims(self, axes: dict[str, int]) -> tuple[int, ...]:
