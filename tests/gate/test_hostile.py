@@ -44,7 +44,7 @@ def _folder(name: str) -> Path:
 def _expected(name: str) -> list[str]:
     """The verdicts a correct gate may give; where that is 'accepted', also 'unmeasurable': a
     correct kernel timed while other processes held the cores its threads claim is not timed
-    (gate.runner.contention), which refuses a timing, never a kernel."""
+    (gate._noise.contention), which refuses a timing, never a kernel."""
     want = CATALOGUE[name]["expected_verdict"]
     verdicts = [want] if isinstance(want, str) else list(want)
     return [*verdicts, "unmeasurable"] if "accepted" in verdicts else verdicts

@@ -18,6 +18,7 @@ from klineage.backends.cpu import CpuDevice
 from klineage.gate import GateOptions, Limits, compare_kernels
 from klineage.gate import _job as job_module
 from klineage.gate._layout import InputArenas, TimingPlan
+from klineage.gate._phases import compare
 from klineage.gate._trusted import TrustedSession
 from klineage.gate.sandbox import Candidate
 from klineage.gate.stats import beside_and_alone, comparison_record, paired_decision
@@ -39,7 +40,7 @@ def _compare(axpy, make_a, make_b, device=None):
     session = _session(axpy, device)
     try:
         baseline = session.load(make_a)
-        measured = session.compare(baseline, make_b, TIMING)
+        measured = compare(session, baseline, make_b, TIMING)
         return job_module._compared(measured, seed=3), baseline, measured
     finally:
         session.close()

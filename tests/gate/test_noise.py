@@ -12,7 +12,7 @@ import pytest
 from conftest import FIXTURES
 from klineage.errors import MachineLoadedError
 from klineage.gate import Comparison, TimingStats, Verdict, run_gate
-from klineage.gate import runner as gate_runner
+from klineage.gate import _noise as noise_rules
 from klineage.optimize import OptimizeOptions, optimize
 from klineage.runs import Budget, RunDir
 from klineage.workload import load_kernel, load_workload
@@ -26,7 +26,7 @@ def _timing(spread: float, other_cores: float | None = None, threads: int | None
 
 @pytest.fixture
 def two_cores(monkeypatch):
-    monkeypatch.setattr(gate_runner.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(noise_rules.os, "sched_getaffinity", lambda pid: {0, 1})
 
 
 def _comparison(ci_low: float, ci_high: float, decision: str) -> Comparison:
@@ -35,40 +35,40 @@ def _comparison(ci_low: float, ci_high: float, decision: str) -> Comparison:
 
 
 def test_trial_medians_far_apart_on_a_loaded_machine_are_no_measurement(two_cores):
-    assert gate_runner.timing_noise(_timing(0.05, other_cores=0.8)) is None
-    noise = gate_runner.timing_noise(_timing(1.07, other_cores=0.8))
+    assert noise_rules.timing_noise(_timing(0.05, other_cores=0.8)) is None
+    noise = noise_rules.timing_noise(_timing(1.07, other_cores=0.8))
     assert "107% apart" in noise and "other processes used 0.8" in noise
     # A quiet 2-core VM spread honest experts' trial medians up to 333%: no load, no verdict.
-    assert gate_runner.timing_noise(_timing(3.33, other_cores=0.01)) is None
-    assert gate_runner.timing_noise(_timing(3.33, other_cores=None)) is None
+    assert noise_rules.timing_noise(_timing(3.33, other_cores=0.01)) is None
+    assert noise_rules.timing_noise(_timing(3.33, other_cores=None)) is None
 
 
 def test_a_phase_timed_while_others_held_the_kernels_cores_is_no_measurement(two_cores):
     # 2 cores: a 2-thread kernel leaves none free, a 1-thread kernel one; half a core of others'
     # load is tolerated either way (the gate's own side is not counted as theirs).
-    assert gate_runner.contention(0.3, 2) is None
-    assert "more than the 0 its 2 thread(s) left free" in gate_runner.contention(0.6, 2)
-    assert gate_runner.contention(0.9, 1) is None
-    assert "more than the 1 its 1 thread(s) left free" in gate_runner.contention(1.4, 1)
-    assert gate_runner.contention(None, 2) is None  # no /proc/stat: unknown, not loaded
+    assert noise_rules.contention(0.3, 2) is None
+    assert "more than the 0 its 2 thread(s) left free" in noise_rules.contention(0.6, 2)
+    assert noise_rules.contention(0.9, 1) is None
+    assert "more than the 1 its 1 thread(s) left free" in noise_rules.contention(1.4, 1)
+    assert noise_rules.contention(None, 2) is None  # no /proc/stat: unknown, not loaded
     # Whatever the spread or the interval: a tight 'faster' under 1.4 cores of load is no decision
     # (a threaded expert judged faster at 0.68, CI 0.51-0.81, while 16x slower than alone).
-    assert "left free" in gate_runner.timing_noise(_timing(0.05, other_cores=1.4, threads=2))
+    assert "left free" in noise_rules.timing_noise(_timing(0.05, other_cores=1.4, threads=2))
     tight = _comparison(0.51, 0.81, "faster").model_copy(update={"other_cores": 1.4})
-    assert "left free" in gate_runner.comparison_noise(tight, threads=2)
-    assert gate_runner.comparison_noise(tight.model_copy(update={"other_cores": 0.2}), threads=2) is None
+    assert "left free" in noise_rules.comparison_noise(tight, threads=2)
+    assert noise_rules.comparison_noise(tight.model_copy(update={"other_cores": 0.2}), threads=2) is None
     # A modeled backend's times do not depend on the load (its spread is zero besides).
-    assert gate_runner.timing_noise(_timing(0.0, other_cores=1.9, threads=2), modeled=True) is None
-    assert gate_runner.comparison_noise(tight, threads=2, modeled=True) is None
+    assert noise_rules.timing_noise(_timing(0.0, other_cores=1.9, threads=2), modeled=True) is None
+    assert noise_rules.comparison_noise(tight, threads=2, modeled=True) is None
 
 
 def test_a_comparison_only_noise_kept_from_deciding_is_unmeasurable(two_cores):
-    assert gate_runner.comparison_noise(_comparison(0.97, 1.02, "same")) is None  # decided: same
-    assert gate_runner.comparison_noise(_comparison(0.4, 0.9, "faster")) is None  # decided
-    noise = gate_runner.comparison_noise(_comparison(0.6, 1.6, "same"))
+    assert noise_rules.comparison_noise(_comparison(0.97, 1.02, "same")) is None  # decided: same
+    assert noise_rules.comparison_noise(_comparison(0.4, 0.9, "faster")) is None  # decided
+    noise = noise_rules.comparison_noise(_comparison(0.6, 1.6, "same"))
     assert "±" in noise and "40 pairs" in noise and "other processes used 0.8" in noise
     quiet = _comparison(0.6, 1.6, "same").model_copy(update={"other_cores": 0.01})
-    assert gate_runner.comparison_noise(quiet) is None
+    assert noise_rules.comparison_noise(quiet) is None
 
 
 def _spin() -> None:
@@ -96,14 +96,14 @@ def test_under_load_the_gate_never_accepts_a_timing_it_could_not_measure(loaded_
     if Path("/proc/stat").is_file():
         assert timing.other_cores is not None and timing.other_cores > 0.5, timing.other_cores
     if report.verdict is Verdict.ACCEPTED:
-        assert gate_runner.timing_noise(timing) is None
+        assert noise_rules.timing_noise(timing) is None
     else:
         assert report.verdict is Verdict.UNMEASURABLE and "measured twice" in report.reason
 
 
 def test_a_profile_still_noisy_when_measured_again_is_unmeasurable(monkeypatch, quick):
-    monkeypatch.setattr(gate_runner, "MAX_SPREAD", -1.0)  # every profile counts as noise
-    monkeypatch.setattr(gate_runner, "LOADED_CORES", -1.0)  # on a machine counted as loaded
+    monkeypatch.setattr(noise_rules, "MAX_SPREAD", -1.0)  # every profile counts as noise
+    monkeypatch.setattr(noise_rules, "LOADED_CORES", -1.0)  # on a machine counted as loaded
     axpy = load_workload(FIXTURES / "axpy")
     report = run_gate(axpy, load_kernel(axpy, "plain"), options=quick)
     assert report.verdict is Verdict.UNMEASURABLE
@@ -116,8 +116,8 @@ def test_a_run_stops_on_an_unmeasurable_timing_records_nothing_and_resumes(monke
     dot = load_workload(FIXTURES / "dot")
     options = OptimizeOptions(method="none", budget=Budget(gate_runs=3), gate=null_gate,
                               sol_target=100.0)
-    monkeypatch.setattr(gate_runner, "MAX_SPREAD", -1.0)
-    monkeypatch.setattr(gate_runner, "LOADED_CORES", -1.0)
+    monkeypatch.setattr(noise_rules, "MAX_SPREAD", -1.0)
+    monkeypatch.setattr(noise_rules, "LOADED_CORES", -1.0)
     with pytest.raises(MachineLoadedError, match=r"too noisy.*continue it with klineage optimize"):
         optimize(dot, load_kernel(dot, "naive"), None, options, runs_root=tmp_path / "runs")
     (run_path,) = (tmp_path / "runs").iterdir()
@@ -125,7 +125,7 @@ def test_a_run_stops_on_an_unmeasurable_timing_records_nothing_and_resumes(monke
     assert run.event_kinds()[-1] == "run_interrupted"
     assert not list(run_path.glob("states/*/gate-*.json")), "an unmeasurable report was cached"
     assert not (run_path / "optimize.json").exists()
-    monkeypatch.setattr(gate_runner, "MAX_SPREAD", 0.5)  # a quiet machine again
+    monkeypatch.setattr(noise_rules, "MAX_SPREAD", 0.5)  # a quiet machine again
     resumed = optimize(dot, None, None, OptimizeOptions(gate=null_gate), runs_root=tmp_path / "runs",
                        resume=run_path)
     assert resumed.record["status"] == "ok"
@@ -134,8 +134,8 @@ def test_a_run_stops_on_an_unmeasurable_timing_records_nothing_and_resumes(monke
 def test_a_gate_comparison_noise_kept_from_deciding_is_unmeasurable(monkeypatch, null_gate):
     # On the null backend a kernel against itself is exactly 'same'; with the threshold below
     # zero that counts as noise, so it is measured again and then called unmeasurable.
-    monkeypatch.setattr(gate_runner, "MAX_INTERVAL", -1.0)
-    monkeypatch.setattr(gate_runner, "LOADED_CORES", -1.0)
+    monkeypatch.setattr(noise_rules, "MAX_INTERVAL", -1.0)
+    monkeypatch.setattr(noise_rules, "LOADED_CORES", -1.0)
     axpy = load_workload(FIXTURES / "axpy")
     plain = load_kernel(axpy, "plain")
     report = run_gate(axpy, plain, options=null_gate, against=plain)

@@ -159,7 +159,7 @@ class CpuBackend:
     def _measure(self, threads: int) -> Ceilings:
         # Imported here: the gate imports this backend (through modelnew), so a module-level
         # import would be circular.
-        from klineage.gate.runner import LOADED_CORES
+        from klineage.gate._noise import LOADED_CORES
 
         rates, other_cores = run_probe(self._probe_artifact(), threads)
         fma = rates["fma"]  # [vector bytes, chains, GFLOP/s] per probed vector shape

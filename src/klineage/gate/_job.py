@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from klineage.backends.base import Backend
 from klineage.gate._layout import TimingPlan
+from klineage.gate._phases import compare, profile
 from klineage.gate._trusted import TrustedSession
 from klineage.gate.report import ClockCheck, TimingStats
 from klineage.gate.sandbox import Arena, Candidate, CandidateFailed
@@ -111,13 +112,13 @@ def _run_job(workload: Workload, backend: Backend, job: GateJob,
         if (job.profile or job.mode == "compare") and not job.timing.modeled:
             session.start_calibration()  # it loads while the kernel is checked
         if job.mode == "compare":  # the candidate's runner starts once its baseline ran alone
-            return _compared(session.compare(first, makers[1], job.timing), job.timing.seed)
+            return _compared(compare(session, first, makers[1], job.timing), job.timing.seed)
         failure = session.check_correctness(first) if job.check else None
         if failure:
             return _checked(session, outcome=failure[0], reason=failure[1])
         if not job.profile:
             return _checked(session, outcome="ok")
-        outcome = session.profile(first, job.timing)
+        outcome = profile(session, first, job.timing)
         if isinstance(outcome, tuple):
             return _checked(session, outcome=outcome[0], reason=outcome[1])
         return _checked(session, outcome="ok", timing=TimingStats(**outcome))

@@ -21,7 +21,7 @@ from klineage.workload.dtypes import dtype_info
 from klineage.workload.model import Workload
 
 __all__ = ["CANARY", "GUARD", "InputArenas", "InputSet", "Output", "TimingPlan", "arena_sizes",
-           "footprint", "freshen", "inputs_of", "nbytes", "set_count"]
+           "canary_regions", "footprint", "freshen", "inputs_of", "nbytes", "set_count"]
 
 CANARY = 0xC5
 GUARD = 16 * PAGE
@@ -233,3 +233,10 @@ def footprint(workload: Workload, sets: list[InputSet]) -> int:
 
 def _set_bytes(workload: Workload, axes: dict[str, int]) -> int:
     return sum(nbytes(s, axes) for s in (*workload.inputs, *workload.outputs))
+
+
+def canary_regions(out: Output) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The bytes before and after an output that hold canaries: its guard regions (on a GPU no
+    page can be made inaccessible, so they are all the runner meets there) and its last page's
+    tail. The region before an output is the one after the previous output, or the arena's head."""
+    return (out.offset - GUARD, out.offset), (out.offset + out.nbytes, out.offset + out.span + GUARD)

@@ -1,25 +1,35 @@
 """The phases of a timed job that follow the session's calls: the calibration calls spread among
 timed calls (``Calibration``), a comparison's baseline alone (``Alone``) and its interleaved pairs
 (``Pairs``), and the reservoir that keeps a few timed calls for verification (``Reservoir``).
-They drive a ``TrustedSession``'s calls; every decision is still the session's."""
+They drive a ``TrustedSession``'s calls; every decision is still the session's. ``profile`` and
+``compare`` are the two timed jobs built from them."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from klineage.gate._clocks import alone_times, calibration_calls, calibration_seconds, modeled_times
-from klineage.gate._layout import InputSet, TimingPlan
+from klineage.gate._clocks import (
+    alone_times,
+    calibration_calls,
+    calibration_seconds,
+    modeled_times,
+    paired_times,
+    trusted_times,
+)
+from klineage.gate._layout import InputSet, TimingPlan, footprint, inputs_of
 from klineage.gate._load import LoadProbe
-from klineage.gate.sandbox import CallResult, Candidate
+from klineage.gate.sandbox import Arena, CallResult, Candidate, CandidateFailed
+from klineage.gate.stats import summarize_trials
 
 if TYPE_CHECKING:
     from klineage.gate._trusted import Failure, TrustedSession
 
 __all__ = ["ALONE_SHARE", "KEPT_TIMED_CALLS", "Alone", "Calibration", "Pairs", "Reservoir",
-           "calls_per_trial", "seconds_per_call"]
+           "calls_per_trial", "compare", "profile", "seconds_per_call"]
 
 KEPT_TIMED_CALLS = 8
 ALONE_SHARE = 1 / 16
@@ -70,7 +80,7 @@ class Pairs:
                  sets: list[InputSet], timing: TimingPlan, warm_a: list[CallResult]) -> None:
         self.session, self.sides = session, sides
         load = LoadProbe(session._runners_cpu)
-        warm = [warm_a, session._warm_up(sides[1], sets, timing)]
+        warm = [warm_a, warm_up(session, sides[1], sets, timing)]
         each = sum(seconds_per_call(w) for w in warm)
         pairs = int(min(timing.max_pairs, max(timing.min_pairs, timing.compare_s / each)))
         self.calibration = Calibration(session, sets, pairs, [] if timing.modeled else
@@ -93,9 +103,8 @@ class Pairs:
 
     def verify(self) -> Failure | None:
         for role, side in (("baseline", 0), ("candidate", 1)):
-            failure = self.session._verify_kept(
-                self.sides[side], self.reservoirs[side], self.asides[side],
-                lambda i, role=role: f"the {role} kernel, timed pair {i}")
+            failure = verify_kept(self.session, self.sides[side], self.reservoirs[side], self.asides[side],
+                                  lambda i, role=role: f"the {role} kernel, timed pair {i}")
             if failure:
                 return failure
         return None
@@ -147,8 +156,8 @@ class Alone:
                            by_own_clocks)
 
     def verify(self) -> Failure | None:
-        return self.session._verify_kept(self.baseline, self.reservoir, self.aside,
-                                         lambda i: f"the baseline kernel alone, timed call {i}")
+        return verify_kept(self.session, self.baseline, self.reservoir, self.aside,
+                           lambda i: f"the baseline kernel alone, timed call {i}")
 
 
 class Calibration:
@@ -188,3 +197,104 @@ class Calibration:
         if not len(self.gaps[series]) or not self.switch_gaps[series]:
             return 0.0
         return max(0.0, float(np.median(self.switch_gaps[series]) - np.median(self.gaps[series])))
+
+
+def profile(session: TrustedSession, candidate: Candidate, timing: TimingPlan) -> dict[str, Any] | Failure:
+    """``candidate`` timed alone: rotated sets, a warm-up, then ``timing.trials`` trials of an
+    odd number of calls with calibration calls spread among them; a few calls are verified."""
+    load = LoadProbe(session._runners_cpu)
+    try:
+        session.progress("profile", "laying out rotated input sets")
+        sets = session.timing_sets(timing)
+        warm = warm_up(session, candidate, sets, timing)
+        reps = calls_per_trial(timing, warm)
+        calibration = Calibration(session, sets, timing.trials * reps,
+                                   [] if timing.modeled else [calibration_seconds(warm)])
+        reservoir = Reservoir(KEPT_TIMED_CALLS, session._rng)
+        aside = session._aside(sets[0])
+        calls: list[CallResult] = []
+        for trial in range(timing.trials):
+            session.progress("profile", f"trial {trial + 1}/{timing.trials} x {reps} calls")
+            for rep in range(reps):
+                index = trial * reps + rep
+                bufs = sets[index % len(sets)]
+                calls.append(session._timed(candidate, bufs, session._freshen(bufs), reservoir, aside,
+                                         index, "profile"))
+                calibration.after(index)
+            session._settle()
+        times, clock = (modeled_times(calls) if timing.modeled else trusted_times(
+            calls, calibration.gaps[0], session.threads, session.device.async_streams, reps,
+            calibration.switch_s(0)))
+        failure = verify_kept(session, candidate, reservoir, aside, lambda i: f"timed call {i}")
+        if failure:
+            return failure
+        trials = [times[t * reps:(t + 1) * reps] for t in range(timing.trials)]
+    except CandidateFailed as exc:
+        return exc.outcome, exc.reason
+    median, spread, medians = summarize_trials(trials)
+    return {"median_s": median, "spread": spread, "trial_medians_s": medians,
+            "reps_per_trial": reps, "samples": len(calls),
+            "min_s": min(min(t) for t in trials),
+            "wall_median_s": float(np.median([c.wall_s for c in calls])),
+            "input_sets": len(sets), "footprint_bytes": footprint(session.workload, sets),
+            "threads": session.threads, "clock": clock.model_dump(),
+            "other_cores": load.other_cores()}
+
+
+def compare(session: TrustedSession, a: Candidate, make_b: Callable[[Arena, Arena], Candidate],
+            timing: TimingPlan) -> Any:
+    """The baseline ``a`` against the kernel ``make_b`` starts, each runner with its own copy
+    of the inputs and its own outputs: the baseline alone first (the other runner does not
+    exist yet), then interleaved pairs (ABBA) on the same fresh inputs. Returns ((times a,
+    times b), (clock a, clock b), the CPU other processes used during the pairs (in cores),
+    the baseline's times alone on the clock its pairs were timed by), or a failure. The
+    calls to verify are kept by reservoirs over each side's calls."""
+    try:
+        session.progress("compare", "laying out rotated input sets")
+        sets = session.timing_sets(timing)
+        alone = Alone(session, a, sets, timing, warm_up(session, a, sets, timing))
+        session.progress("sandbox", "starting the kernel's runner")
+        paired = Pairs(session, (a, session.load(make_b)), sets, timing, alone.warm)
+        if timing.modeled:
+            (times_a, clock_a), (times_b, clock_b) = (modeled_times(c) for c in paired.calls)
+            times, clocks = (times_a, times_b), (clock_a, clock_b)
+        else:
+            times, clocks = paired_times(tuple(paired.calls), tuple(paired.calibration.gaps),
+                                         session.threads, session.device.async_streams,
+                                         tuple(paired.calibration.switch_s(i) for i in (0, 1)))
+        solo = alone.times(all(clock.believed for clock in clocks), paired.calibration.gaps)
+        failure = alone.verify() or paired.verify()
+        if failure:
+            return failure
+    except CandidateFailed as exc:
+        return exc.outcome, exc.reason
+    return times, clocks, paired.other_cores, solo
+
+
+def warm_up(session: TrustedSession, candidate: Candidate, sets: list[InputSet],
+            timing: TimingPlan) -> list[CallResult]:
+    """Untimed calls (``warmup_s`` of them by our clock, 2 to 50), whose round trips plan the
+    timed ones."""
+    spent, calls = 0.0, []
+    while len(calls) < 2 or (spent < timing.warmup_s and len(calls) < 50):
+        bufs = sets[len(calls) % len(sets)]
+        session._freshen(bufs)
+        calls.append(session._call(candidate, bufs, "profile", "warm-up", deferred=True))
+        spent += calls[-1].wall_s
+    session._settle()
+    return calls
+
+
+def verify_kept(session: TrustedSession, candidate: Candidate, reservoir: Reservoir,
+                aside: list[list[Any]], describe: Callable[[Any], str]) -> Failure | None:
+    """The calls ``reservoir`` kept, checked on the inputs each saw (rebuilt from its draw)."""
+    session.progress("profile", f"verifying {sum(k is not None for k in reservoir.kept)} timed calls")
+    inputs = session._input_arena[id(candidate)]
+    for slot, entry in enumerate(reservoir.kept):
+        if entry is None:
+            continue
+        tag, bufs, drawn = entry
+        problem = session._verify(bufs, inputs_of(session.device, bufs, drawn, inputs), aside[slot])
+        if problem:
+            return "incorrect", f"{describe(tag)}: {problem}"
+    return None

@@ -8,18 +8,21 @@ Each check answers a way a gate has been fooled (REFERENCES.md):
 - outputs are poisoned (NaN / sentinels) before every call, and canary bytes and guard pages
   surround them, so unwritten elements and writes past an output fail;
 - correctness runs every size with three seeds: new buffers, new values in the same buffers,
-  the secret seed in freshly allocated buffers (caching by pointer or by first call fails);
+  the secret seed in freshly allocated buffers (caching by pointer or by first call fails),
+  then once per declared check init (shifted, scaled or shaped inputs);
 - every runner has its own copy of the inputs (``InputArenas``), so no two candidates share a
   byte of input memory: a baseline once heard its successor through a shared arena;
-- every timed call gets fresh input values (a random 1/64 of each input's blocks redrawn),
-  so a result cache is never right; every timed call's outputs are copied aside at the same
-  cost, into a reservoir that keeps a uniformly random few, chosen by randomness the candidate
-  never sees; those are verified after timing (a comparison verifies its pairs the same way);
+- every timed call gets fresh input values (one element at a random place in every 32 of
+  each input redrawn), so a result cache is never right; every timed call's outputs are
+  copied aside at the same cost, into a reservoir that keeps a uniformly random few, chosen by
+  randomness the candidate never sees; those are verified after timing (a comparison verifies
+  its pairs the same way);
 - the candidate's own clock is believed only within the measured overhead of ours, its CPU
   time per call is bounded by its declared threads, and CPU it burns after a call returns
   (work left running) is a cheat;
 - a comparison's baseline is timed alone too, before the candidate's runner starts; a baseline
   slower beside the candidate than alone leaves the pairs undecided.
+The timed jobs themselves (``profile``, ``compare``) are in ``_phases``.
 """
 
 from __future__ import annotations
@@ -32,12 +35,6 @@ import numpy as np
 
 from klineage.backends._arenas import PAGE
 from klineage.backends.base import Device
-from klineage.gate._clocks import (
-    calibration_seconds,
-    modeled_times,
-    paired_times,
-    trusted_times,
-)
 from klineage.gate._compare import float_errors, output_mismatch
 from klineage.gate._layout import (
     CANARY,
@@ -47,16 +44,13 @@ from klineage.gate._layout import (
     Output,
     TimingPlan,
     arena_sizes,
-    footprint,
+    canary_regions,
     freshen,
-    inputs_of,
     nbytes,
     set_count,
 )
-from klineage.gate._load import LoadProbe
-from klineage.gate._phases import KEPT_TIMED_CALLS, Alone, Calibration, Pairs, Reservoir, calls_per_trial
+from klineage.gate._phases import KEPT_TIMED_CALLS, Reservoir
 from klineage.gate.sandbox import Arena, CallResult, Candidate, CandidateFailed
-from klineage.gate.stats import summarize_trials
 from klineage.workload import load_reference, poison_value, run_reference
 from klineage.workload.dtypes import dtype_info
 from klineage.workload.inputs import check_rounds
@@ -65,6 +59,8 @@ from klineage.workload.model import TensorSpec, Workload
 __all__ = ["TrustedSession"]
 
 Failure = tuple[str, str]
+
+
 class TrustedSession:
     """Checks and times candidates, each a ``Candidate`` in its own runner process."""
 
@@ -162,7 +158,7 @@ class TrustedSession:
         """Canary bytes around each output in one runner's output arena, and the guard region
         after it made inaccessible."""
         for out in outputs:
-            for start, end in _canary_regions(out):
+            for start, end in canary_regions(out):
                 self.device.fill(arena.region(start, end), CANARY, bytewise=True)
             candidate.protect(out.offset + out.span, GUARD, accessible=False)
 
@@ -227,7 +223,7 @@ class TrustedSession:
         our copy, as counts on the device."""
         checks = []
         for index, (spec, out) in enumerate(zip(self.workload.outputs, bufs.outputs, strict=True)):
-            regions = list(zip(_canary_regions(out), ("before its start", "past its end"), strict=True))
+            regions = list(zip(canary_regions(out), ("before its start", "past its end"), strict=True))
             # Outputs follow each other: the region before one is the region after the last.
             for (start, end), where in regions[index > 0:]:
                 checks.append((detail, lambda n, name=spec.name, where=where: (
@@ -364,72 +360,9 @@ class TrustedSession:
         return [[self.device.empty(shape, dtype) for shape, dtype in layout]
                 for _ in range(KEPT_TIMED_CALLS + 1)]
 
-    def _verify_kept(self, candidate: Candidate, reservoir: Reservoir, aside: list[list[Any]],
-                     describe: Callable[[Any], str]) -> Failure | None:
-        self.progress("profile", f"verifying {sum(k is not None for k in reservoir.kept)} timed calls")
-        inputs = self._input_arena[id(candidate)]
-        for slot, entry in enumerate(reservoir.kept):
-            if entry is None:
-                continue
-            tag, bufs, drawn = entry
-            problem = self._verify(bufs, inputs_of(self.device, bufs, drawn, inputs), aside[slot])
-            if problem:
-                return "incorrect", f"{describe(tag)}: {problem}"
-        return None
-
-    def _warm_up(self, candidate: Candidate, sets: list[InputSet],
-                 timing: TimingPlan) -> list[CallResult]:
-        spent, calls = 0.0, []
-        while len(calls) < 2 or (spent < timing.warmup_s and len(calls) < 50):
-            bufs = sets[len(calls) % len(sets)]
-            self._freshen(bufs)
-            calls.append(self._call(candidate, bufs, "profile", "warm-up", deferred=True))
-            spent += calls[-1].wall_s
-        self._settle()
-        return calls
-
     def _runners_cpu(self) -> float:
         runners = [c for c, _ in self.candidates] + ([self._spin] if self._spin is not None else [])
         return sum(r.cpu_seconds() for r in runners)
-
-    def profile(self, candidate: Candidate, timing: TimingPlan) -> dict[str, Any] | Failure:
-        load = LoadProbe(self._runners_cpu)
-        try:
-            self.progress("profile", "laying out rotated input sets")
-            sets = self.timing_sets(timing)
-            warm = self._warm_up(candidate, sets, timing)
-            reps = calls_per_trial(timing, warm)
-            calibration = Calibration(self, sets, timing.trials * reps,
-                                       [] if timing.modeled else [calibration_seconds(warm)])
-            reservoir = Reservoir(KEPT_TIMED_CALLS, self._rng)
-            aside = self._aside(sets[0])
-            calls: list[CallResult] = []
-            for trial in range(timing.trials):
-                self.progress("profile", f"trial {trial + 1}/{timing.trials} x {reps} calls")
-                for rep in range(reps):
-                    index = trial * reps + rep
-                    bufs = sets[index % len(sets)]
-                    calls.append(self._timed(candidate, bufs, self._freshen(bufs), reservoir, aside,
-                                             index, "profile"))
-                    calibration.after(index)
-                self._settle()
-            times, clock = (modeled_times(calls) if timing.modeled else trusted_times(
-                calls, calibration.gaps[0], self.threads, self.device.async_streams, reps,
-                calibration.switch_s(0)))
-            failure = self._verify_kept(candidate, reservoir, aside, lambda i: f"timed call {i}")
-            if failure:
-                return failure
-            trials = [times[t * reps:(t + 1) * reps] for t in range(timing.trials)]
-        except CandidateFailed as exc:
-            return exc.outcome, exc.reason
-        median, spread, medians = summarize_trials(trials)
-        return {"median_s": median, "spread": spread, "trial_medians_s": medians,
-                "reps_per_trial": reps, "samples": len(calls),
-                "min_s": min(min(t) for t in trials),
-                "wall_median_s": float(np.median([c.wall_s for c in calls])),
-                "input_sets": len(sets), "footprint_bytes": footprint(self.workload, sets),
-                "threads": self.threads, "clock": clock.model_dump(),
-                "other_cores": load.other_cores()}
 
     def start_calibration(self) -> None:
         """Our calibration kernel's runner, started (not yet waited for) where a job will time:
@@ -461,40 +394,3 @@ class TrustedSession:
         for sink, view in zip(self._spin_aside, views, strict=True):
             self.device.copy_into(sink, view)
         return result.wall_s - result.reported_s
-
-    def compare(self, a: Candidate, make_b: Callable[[Arena, Arena], Candidate],
-                timing: TimingPlan) -> Any:
-        """The baseline ``a`` against the kernel ``make_b`` starts, each runner with its own copy
-        of the inputs and its own outputs: the baseline alone first (the other runner does not
-        exist yet), then interleaved pairs (ABBA) on the same fresh inputs. Returns ((times a,
-        times b), (clock a, clock b), the CPU other processes used during the pairs (in cores),
-        the baseline's times alone on the clock its pairs were timed by), or a failure. The
-        calls to verify are kept by reservoirs over each side's calls."""
-        try:
-            self.progress("compare", "laying out rotated input sets")
-            sets = self.timing_sets(timing)
-            alone = Alone(self, a, sets, timing, self._warm_up(a, sets, timing))
-            self.progress("sandbox", "starting the kernel's runner")
-            paired = Pairs(self, (a, self.load(make_b)), sets, timing, alone.warm)
-            if timing.modeled:
-                (times_a, clock_a), (times_b, clock_b) = (modeled_times(c) for c in paired.calls)
-                times, clocks = (times_a, times_b), (clock_a, clock_b)
-            else:
-                times, clocks = paired_times(tuple(paired.calls), tuple(paired.calibration.gaps),
-                                             self.threads, self.device.async_streams,
-                                             tuple(paired.calibration.switch_s(i) for i in (0, 1)))
-            solo = alone.times(all(clock.believed for clock in clocks), paired.calibration.gaps)
-            failure = alone.verify() or paired.verify()
-            if failure:
-                return failure
-        except CandidateFailed as exc:
-            return exc.outcome, exc.reason
-        return times, clocks, paired.other_cores, solo
-
-
-def _canary_regions(out: Output) -> tuple[tuple[int, int], tuple[int, int]]:
-    """The bytes before and after an output that hold canaries: its guard regions (on a GPU no
-    page can be made inaccessible, so they are all the runner meets there) and its last page's
-    tail. The region before an output is the one after the previous output, or the arena's head."""
-    return (out.offset - GUARD, out.offset), (out.offset + out.nbytes, out.offset + out.span + GUARD)
-
