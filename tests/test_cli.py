@@ -96,3 +96,18 @@ def test_no_help_text_is_cut_off_at_80_columns():
         result = runner.invoke(app, [*command, "--help"])
         assert result.exit_code == 0, result.output
         assert "…" not in result.output, f"klineage {' '.join(command)} --help:\n{result.output}"
+
+
+def test_a_folder_that_cannot_be_written_is_one_line_exit_2(tmp_path):
+    """It was a traceback for schemas, demo and optimize (and skills export): a path under a
+    file cannot be made by anyone, root included."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    for args in (["schemas", str(blocker / "out")],
+                 ["demo", "--backend", "null", "--runs", str(blocker / "runs")],
+                 ["optimize", str(FIXTURES / "dot"), "--method", "none", "--backend", "null",
+                  "--runs", str(blocker / "runs")]):
+        proc = klineage(*args, env_cache=_env(tmp_path))
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+        assert "not a directory" in proc.stderr and str(blocker) in proc.stderr

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from conftest import FIXTURES
 from klineage.errors import MachineLoadedError
-from klineage.gate import Comparison, TimingStats, Verdict, run_gate
+from klineage.gate import Comparison, GateSession, TimingStats, Verdict, run_gate
 from klineage.gate import _noise as noise_rules
 from klineage.optimize import OptimizeOptions, optimize
-from klineage.runs import Budget, RunDir
-from klineage.workload import load_kernel, load_workload
+from klineage.runs import Budget, Meter, RunDir
+from klineage.workload import KernelState, load_kernel, load_workload
 
 
 def _timing(spread: float, other_cores: float | None = None, threads: int | None = 1) -> TimingStats:
@@ -49,6 +51,8 @@ def test_a_phase_timed_while_others_held_the_kernels_cores_is_no_measurement(two
     assert noise_rules.contention(0.3, 2) is None
     assert "more than the 0 its 2 thread(s) left free" in noise_rules.contention(0.6, 2)
     assert noise_rules.contention(0.9, 1) is None
+    # One core kept busy by another process reads a little over 1 with the system's own work.
+    assert noise_rules.contention(1.1, 1) is None
     assert "more than the 1 its 1 thread(s) left free" in noise_rules.contention(1.4, 1)
     assert noise_rules.contention(None, 2) is None  # no /proc/stat: unknown, not loaded
     # Whatever the spread or the interval: a tight 'faster' under 1.4 cores of load is no decision
@@ -60,6 +64,16 @@ def test_a_phase_timed_while_others_held_the_kernels_cores_is_no_measurement(two
     # A modeled backend's times do not depend on the load (its spread is zero besides).
     assert noise_rules.timing_noise(_timing(0.0, other_cores=1.9, threads=2), modeled=True) is None
     assert noise_rules.comparison_noise(tight, threads=2, modeled=True) is None
+
+
+def test_a_busy_machine_is_timed_on_the_cores_others_leave_and_that_count_is_quiet_enough(two_cores):
+    # 2 cores: nobody else, or under half a core -> both; one busy process (1.0-1.1 with the
+    # system's own work) -> 1; both busy -> still 1, which the load rule then refuses to time.
+    assert [noise_rules.free_threads(load) for load in (None, 0.0, 0.4, 0.6, 1.05, 1.4, 2.0)] == \
+        [2, 2, 2, 1, 1, 1, 1]
+    for load in (0.0, 0.4, 1.05):  # what a busy process leaves, the kernel can be timed on
+        assert noise_rules.contention(load, noise_rules.free_threads(load)) is None
+    assert noise_rules.contention(2.0, noise_rules.free_threads(2.0)) is not None
 
 
 def test_a_comparison_only_noise_kept_from_deciding_is_unmeasurable(two_cores):
@@ -141,3 +155,33 @@ def test_a_gate_comparison_noise_kept_from_deciding_is_unmeasurable(monkeypatch,
     report = run_gate(axpy, plain, options=null_gate, against=plain)
     assert report.verdict is Verdict.UNMEASURABLE
     assert report.comparison.decision == "unmeasurable" and "measured twice" in report.reason
+
+
+def test_a_patient_run_waits_for_the_load_to_pass_and_times_again(tmp_path, quick):
+    """Both cores busy while the kernel is first timed, free a few seconds later: with patience
+    the session waits (saying so) and times again, uncharged, instead of stopping the run."""
+    hogs = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(os.cpu_count() or 2)]
+    for hog in hogs:
+        hog.start()
+
+    def release() -> None:
+        for hog in hogs:
+            hog.kill()
+
+    timer = threading.Timer(6.0, release)
+    timer.start()
+    try:
+        axpy = load_workload(FIXTURES / "axpy")
+        said: list[str] = []
+        meter = Meter(log=RunDir(tmp_path / "run").log)
+        session = GateSession(RunDir(tmp_path / "run"), axpy, replace(quick, threads=1, patience_s=120),
+                              progress=lambda stage, line: said.append(f"{stage}: {line}"), meter=meter)
+        report = session.check(KernelState.from_spec(load_kernel(axpy, "plain")), profile=True)
+    finally:
+        timer.cancel()
+        release()
+        for hog in hogs:
+            hog.join()
+    assert report.verdict is Verdict.ACCEPTED, report.reason
+    assert any(line.startswith("waiting: waiting for a quieter machine") for line in said), said
+    assert meter.spent.gate_runs == 1

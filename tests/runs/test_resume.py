@@ -88,10 +88,16 @@ def test_a_library_given_on_resume_must_be_the_runs_own(runs, tmp_path):
     run = _only_run(tmp_path / "runs")
     result = _cli("mine", AXPY, "--library", str(tmp_path / "other"), "--resume", str(run), *NULL)
     assert result.exit_code == 2 and "started with --library" in result.output
-    # Without --library the resume uses the run's own (it used to ignore it and add to none).
-    again = _cli("mine", AXPY, "--resume", str(run), "--json", *NULL)
-    assert again.exit_code == 0, again.output
-    assert json.loads(again.output)["library"] == str(tmp_path / "lib")
+
+
+def test_a_finished_mine_is_never_measured_again_or_overwritten(runs):
+    # It was: mine --resume on a finished run re-measured it and overwrote summary.json,
+    # lineage.json and findings.json (10.63x became 1.47x, with two mine_finished events).
+    before = _snapshot(runs["mine"])
+    result = _cli("mine", AXPY, "--resume", str(runs["mine"]), *NULL)
+    assert result.exit_code == 2, result.output
+    assert "this mine run is finished" in result.output and "start a new run" in result.output
+    assert _snapshot(runs["mine"]) == before
 
 
 def test_a_new_budget_on_resume_is_recorded_and_used(tmp_path):

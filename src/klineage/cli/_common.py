@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,15 +12,15 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from klineage.errors import ConfigError, KlineageError, RunStopped
+from klineage.errors import ConfigError, KlineageError, MachineLoadedError, RunStopped
 
 if TYPE_CHECKING:
     from klineage.executors import Executor
     from klineage.workload import Workload
 
-__all__ = ["BackendOpt", "ExecutorOpt", "JsonOpt", "QuickOpt", "RunsOpt", "ThreadsOpt", "console",
-           "err_console",
-           "executing", "exit_status", "new_app", "parse_memory", "user_errors", "workload_at"]
+__all__ = ["BackendOpt", "ExecutorOpt", "JsonOpt", "PlainProgress", "QuickOpt", "RunsOpt", "ThreadsOpt",
+           "console", "err_console", "executing", "exit_status", "new_app", "parse_memory", "user_errors",
+           "workload_at"]
 
 console = Console()
 err_console = Console(stderr=True)
@@ -87,6 +88,35 @@ def parse_memory(text: str) -> int:
         raise ConfigError(f"--memory: expected a size such as 8G or 512M, got {text!r}") from None
 
 
+BUSY_EXIT = 75
+"""sysexits' EX_TEMPFAIL (a temporary failure: try again later), for a run stopped because the
+machine stayed too busy to time on: a script can tell it from a mistake (2) and retry."""
+
+
 def exit_status(exc: KlineageError) -> int:
-    """2 for an error, 130 for a run stopped by Ctrl-C (as for any interrupted program)."""
-    return 130 if isinstance(exc, RunStopped) and exc.interrupted else 2
+    """2 for an error, ``BUSY_EXIT`` for a run the load stopped, 130 for a run stopped by
+    Ctrl-C (as for any interrupted program)."""
+    if isinstance(exc, RunStopped) and exc.interrupted:
+        return 130
+    return BUSY_EXIT if isinstance(exc, MachineLoadedError) else 2
+
+
+class PlainProgress:
+    """Progress where no live display can be drawn (a pipe, nohup, CI): every stage as a line,
+    and the latest progress line at most every ``every_s`` seconds, each with the time spent."""
+
+    def __init__(self, console: Console, every_s: float = 10.0):
+        self.console, self.every_s = console, every_s
+        self.started = self.last = time.monotonic()
+
+    def stage(self, name: str) -> None:
+        self._print(f"== {name}")
+
+    def line(self, text: str) -> None:
+        if time.monotonic() - self.last >= self.every_s:
+            self._print(text)
+
+    def _print(self, text: str) -> None:
+        self.last = time.monotonic()
+        self.console.print(f"[{self.last - self.started:6.0f} s] {text}", markup=False, highlight=False,
+                           soft_wrap=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ from klineage.cli._common import (
     BackendOpt,
     ExecutorOpt,
     JsonOpt,
+    PlainProgress,
     QuickOpt,
     RunsOpt,
     ThreadsOpt,
@@ -209,6 +211,11 @@ def demo(
         help="Folder of CPU example workloads (default: the checkout's examples/workloads/cpu).")] = None,
     runs: Annotated[Path, typer.Option(help="Where the demo's run folder goes.")] = Path("runs"),
     backend: BackendOpt = None,
+    patience: Annotated[float, typer.Option(
+        help="Seconds a timing the machine's load made unmeasurable waits for a quieter moment "
+             "before the demo stops (resumable, exit status 75).")] = 600.0,
+    resume: Annotated[Path | None, typer.Option(
+        help="Continue this stopped demo run (its examples, backend and threads are its own).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The whole pipeline offline: mine two CPU experts, optimize a third kernel, bench, report."""
@@ -218,19 +225,31 @@ def demo(
     from klineage.cli._render import demo_table
     from klineage.demo import DEMO_STEPS, run_demo
 
+    if resume is not None and (examples is not None or backend is not None):
+        raise ConfigError("demo --resume continues a demo with its own --examples and --backend; "
+                          "give neither")
     columns = (TextColumn("[bold]{task.fields[stage]}"), BarColumn(),
                TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
                TextColumn("{task.description}"))
-    with Progress(*columns, console=err_console, disable=as_json, transient=False) as progress:
+    plain = PlainProgress(err_console) if not err_console.is_terminal and not as_json else None
+    with Progress(*columns, console=err_console, disable=as_json or plain is not None,
+                  transient=False) as progress:
         task = progress.add_task("", total=DEMO_STEPS, stage="starting")
         started = [False]
 
         def step(stage: str) -> None:
             progress.update(task, advance=1 if started[0] else 0, stage=stage, description="")
             started[0] = True
+            if plain is not None:
+                plain.stage(stage)
 
-        result = run_demo(examples, runs, say=lambda line: progress.update(
-            task, description=escape(line[-90:])), step=step, backend=backend)
+        def say(line: str) -> None:
+            progress.update(task, description=escape(line[-90:]))
+            if plain is not None:
+                plain.line(line)
+
+        result = run_demo(examples, runs, say=say, step=step, backend=backend, patience_s=patience,
+                          resume=resume)
         progress.update(task, advance=1, stage="done", description="")
     if as_json:
         print(json.dumps(result.to_json(), indent=2, default=str))
@@ -289,11 +308,22 @@ _mount_subcommands()
 
 
 def main() -> None:
-    """Console entry: klineage errors become one red line and exit status 2."""
+    """Console entry: klineage errors, and a file or folder that cannot be made, read or written,
+    become one red line and exit status 2 (``exit_status``); KLINEAGE_TRACEBACK=1 shows where."""
     try:
         app()
     except KlineageError as exc:
-        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), highlight=False,
-                          soft_wrap=True)
+        _error_line(str(exc))
         sys.exit(exit_status(exc))
+    except OSError as exc:
+        if os.environ.get("KLINEAGE_TRACEBACK"):
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        _error_line(f"{where}{(exc.strerror or str(exc)).lower()} (a file system error; "
+                    f"KLINEAGE_TRACEBACK=1 shows where it came from)")
+        sys.exit(2)
+
+
+def _error_line(text: str) -> None:
+    err_console.print(Text.assemble(("error: ", "bold red"), text), highlight=False, soft_wrap=True)
 

@@ -1,5 +1,7 @@
 """The validation gate: compile → correctness → profile → speed of light (DESIGN.md §4)."""
 
+from klineage.gate._load import others_load
+from klineage.gate._noise import free_threads
 from klineage.gate.report import (
     ClockCheck,
     Comparison,
@@ -25,5 +27,7 @@ __all__ = [
     "TimingStats",
     "Verdict",
     "compare_kernels",
+    "free_threads",
+    "others_load",
     "run_gate",
 ]

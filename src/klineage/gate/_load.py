@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Callable
 
-__all__ = ["LoadProbe"]
+__all__ = ["LoadProbe", "others_load", "wait_until_quiet"]
 
 
 def _busy_seconds() -> float | None:
@@ -48,3 +48,24 @@ class LoadProbe:
         mine = time.process_time() + self._own() - self._mine
         # /proc/stat counts in clock ticks: a short phase reads up to a tick per CPU off.
         return max(0.0, (busy - self._busy - mine) / wall)
+
+
+def others_load(seconds: float = 1.0) -> float | None:
+    """Cores' worth of CPU that processes other than this one use, over ``seconds`` from now."""
+    probe = LoadProbe(lambda: 0.0)
+    time.sleep(seconds)
+    return probe.other_cores()
+
+
+def wait_until_quiet(limit: float, deadline: float, say: Callable[[str], None],
+                     window_s: float = 2.0) -> bool:
+    """Wait until others use at most ``limit`` cores over a whole ``window_s``, or until
+    ``deadline`` (``time.monotonic``); whether the machine became quiet. Says what it waits
+    for at each window."""
+    while time.monotonic() + window_s <= deadline:
+        load = others_load(window_s)
+        if load is None or load <= limit:
+            return True
+        say(f"waiting for a quieter machine: other processes use {load:.1f} cores, at most "
+            f"{limit:.2f} lets it time ({deadline - time.monotonic():.0f} s of patience left)")
+    return False

@@ -8,11 +8,14 @@ import os
 
 from klineage.gate.report import Comparison, TimingStats
 
-__all__ = ["LOADED_CORES", "MAX_INTERVAL", "MAX_SPREAD", "comparison_noise", "contention", "timing_noise"]
+__all__ = ["LOADED_CORES", "MAX_INTERVAL", "MAX_SPREAD", "comparison_noise", "contention", "free_threads",
+           "quiet_limit", "timing_noise"]
 
 LOADED_CORES = 0.5
 """A timed phase during which other processes used at least half a core (or a hypervisor stole
 it) ran on a loaded machine: its noise has a cause outside the kernels."""
+FREE_CORE_SLACK = 0.25
+"""Others' load beyond the free cores that still leaves the kernel's own cores to it."""
 MAX_SPREAD = 0.5
 """On a loaded machine, trial medians further apart than half their median are no measurement
 (a 2-core machine loaded by another process spread an honest kernel's over 107%, 0.43 ms timed
@@ -52,18 +55,34 @@ def comparison_noise(comparison: Comparison, threads: int | None = None,
 
 def contention(other_cores: float | None, threads: int | None) -> str | None:
     """Why a timed phase measured the machine rather than the kernel, or None: other processes
-    used more than the cores its threads left free (at least ``LOADED_CORES``). On 2 cores a
-    threaded expert went from 1.25 ms to 16.05 ms under 1.4 cores of other load and was still
-    judged faster with a tight interval (0.51-0.81): a decision that depends on cores another
-    process holds is no decision, whatever its interval or spread."""
-    if other_cores is None:
+    used more than ``quiet_limit`` cores. On 2 cores a threaded expert went from 1.25 ms to
+    16.05 ms under 1.4 cores of other load and was still judged faster with a tight interval
+    (0.51-0.81): a decision that depends on cores another process holds is no decision,
+    whatever its interval or spread."""
+    if other_cores is None or other_cores <= quiet_limit(threads):
         return None
     cores = len(os.sched_getaffinity(0))
     free = max(0, cores - (threads or 1))
-    if other_cores <= max(LOADED_CORES, free):
-        return None
     return (f"other processes used {other_cores:.1f} of the machine's {cores} cores while it was "
             f"timed, more than the {free} its {threads or 1} thread(s) left free")
+
+
+def quiet_limit(threads: int | None) -> float:
+    """The most cores other processes may use while a kernel of ``threads`` threads is timed:
+    the cores its threads leave free, plus ``FREE_CORE_SLACK`` where there are some (a process
+    that keeps one core busy reads 1.02-1.1 cores with the system's own work), and never less
+    than ``LOADED_CORES``."""
+    free = max(0, len(os.sched_getaffinity(0)) - (threads or 1))
+    return max(LOADED_CORES, free + FREE_CORE_SLACK if free else 0.0)
+
+
+def free_threads(others: float | None) -> int:
+    """The threads a kernel can be timed with while others use ``others`` cores (None: unknown,
+    every core): the cores they leave, a core they use less than ``LOADED_CORES`` of counted
+    free (``quiet_limit`` then tolerates them), at least 1."""
+    cores = len(os.sched_getaffinity(0))
+    busy = 0 if others is None else max(0, math.ceil(others - LOADED_CORES))
+    return max(1, cores - busy)
 
 
 def _loaded(other_cores: float | None) -> bool:

@@ -54,6 +54,9 @@ class GateOptions:
     max_pairs: int = 400
     secret_seed: int | None = None
     """Fixed only for reproducing a failure; by default a fresh secret per run."""
+    patience_s: float = 0.0
+    """How long a run (``GateSession``) waits for a quieter machine, and times again, before a
+    timing the load made unmeasurable stops it; 0: it stops at once. Not part of the sizing."""
     backend: str | None = None
     """Build and run every kernel with this backend instead of its language's (``null``: the
     pipeline without a compiler, for tests)."""

@@ -5,7 +5,8 @@ through one ``GateSession`` per (run, workload). Reports and comparisons are kep
 state's source, keyed by the workload's fingerprint and the gate's sizing, so a resumed run
 never gates the same thing twice and never reuses a report made for another size or workload.
 A time or comparison the gate found unmeasurable (a loaded machine) is not a result: it is not
-cached and stops the run (``MachineLoadedError``), which can be resumed on a quiet machine.
+cached: the run waits for a quieter machine and times again for as long as the options'
+``patience_s`` allows, then stops (``MachineLoadedError``) and can be resumed.
 
 Gate runs and comparisons are jobs of the command's executor (``executors.current()``): on Ray
 they run in a timing actor, here they run in this process. Either way the report comes back here,
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -24,6 +26,8 @@ from typing import Any
 from klineage.backends import Backend
 from klineage.errors import MachineLoadedError
 from klineage.executors import current
+from klineage.gate._load import wait_until_quiet
+from klineage.gate._noise import quiet_limit
 from klineage.gate.report import Comparison, GateReport, Verdict
 from klineage.gate.runner import GateOptions, compare_kernels, describe_comparison, run_gate
 from klineage.runs import Meter, RunDir
@@ -76,7 +80,7 @@ class GateSession:
         """Charged one gate run per gate actually run (cached reports and comparisons are free)."""
         self.progress = progress or (lambda stage, detail: None)
         sizing = {k: v for k, v in asdict(replace(options, profile=False)).items()
-                  if k != "secret_seed"}
+                  if k not in ("secret_seed", "patience_s")}
         self.key = hashlib.sha256(json.dumps([workload.fingerprint(), sizing], sort_keys=True,
                                               default=str).encode()).hexdigest()[:12]
 
@@ -133,8 +137,22 @@ class GateSession:
             self._charge(state)
             _ahead_marker(cached).unlink(missing_ok=True)  # one left by a stop mid-way
         if report.verdict is Verdict.UNMEASURABLE:  # never cached, never a result of the run
-            raise MachineLoadedError(f"{self.workload.name}/{state.fingerprint[:8]}: {report.reason}")
+            task = self._task(state, replace(self.options, profile=profile))
+            report = self._patiently(task, report, lambda r: r.verdict is Verdict.UNMEASURABLE)
+            if report.verdict is Verdict.UNMEASURABLE:
+                raise MachineLoadedError(f"{self.workload.name}/{state.fingerprint[:8]}: {report.reason}")
         cached.write_text(report.model_dump_json(indent=1))
+
+    def _patiently(self, task: GateTask, result: Any, unmeasurable: Callable[[Any], bool]) -> Any:
+        """``result`` of ``task``, or, while the load makes it unmeasurable and the options'
+        patience lasts, the task's result again once the machine is quieter. Retries are not
+        charged: the load is no method's doing."""
+        deadline = time.monotonic() + self.options.patience_s
+        limit = quiet_limit(self.options.threads or task.backend.default_threads(task.kernel))
+        while unmeasurable(result) and wait_until_quiet(
+                limit, deadline, lambda line: self.progress("waiting", line)):
+            [(_, result)] = self._jobs([task])
+        return result
 
     def _charge(self, state: KernelState) -> None:
         if self.meter is not None:
@@ -164,7 +182,9 @@ class GateSession:
         cached = self.run.state_dir(candidate.fingerprint) / key
         if cached.is_file():
             return Comparison.model_validate_json(cached.read_text())
-        [(_, result)] = self._jobs([self._task(candidate, self.options, baseline)])
+        task = self._task(candidate, self.options, baseline)
+        [(_, result)] = self._jobs([task])
+        result = self._patiently(task, result, lambda r: r.decision == "unmeasurable")
         if result.decision == "unmeasurable":
             raise MachineLoadedError(f"{self.workload.name}: {baseline.fingerprint[:8]} vs "
                                      f"{candidate.fingerprint[:8]}: {describe_comparison(result)}: "

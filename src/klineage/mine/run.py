@@ -112,8 +112,8 @@ def default_admission_workloads(workload: Workload) -> tuple[Path, ...]:
 def mine(workload: Workload, expert: KernelSpec | None, runs_root: Path, library: Path | None,
          options: MineOptions = MineOptions(), resume: Path | None = None,
          say: SayFn | None = None) -> MineResult:
-    resumed = check_resume(resume, MineMeta, workload, brain=options.brain,
-                           library=library) if resume else None
+    resumed = check_resume(resume, MineMeta, workload, brain=options.brain, library=library,
+                           finished=MineFinished) if resume else None
     editor = get_editor(options.brain, options.config, record=options.record, replay=options.replay)
     if resume is not None and resumed is not None:
         run = Run.resume(resume, resumed, options.budget, say)
@@ -128,7 +128,8 @@ def mine(workload: Workload, expert: KernelSpec | None, runs_root: Path, library
             expert_state=expert_state.fingerprint, library=str(library) if library else None,
             budget=options.budget or Budget()), say=say)
     brain = MeteredEditor(editor, run.meter)
-    with run.stoppable(f"klineage mine {workload.root} --resume {run.path}"):
+    with run.stoppable(f"klineage mine {workload.root}{' --quick' if workload.quick else ''} "
+                       f"--resume {run.path}"):
         return _mine(workload, expert_state, run, library, options, brain)
 
 

@@ -205,7 +205,8 @@ def optimize(workload: Workload, start: KernelSpec | None, library: Library | No
             memory=str(options.memory) if options.memory else None), say=say)
         start_state.materialize(run.state_dir(start_state.fingerprint), workload)
     loop = _Loop(run, workload, start_state, library, options, editor, inputs)
-    with run.stoppable(f"klineage optimize {workload.root} --resume {run.path}"):
+    with run.stoppable(f"klineage optimize {workload.root}{' --quick' if workload.quick else ''} "
+                       f"--resume {run.path}"):
         return loop.run_to_end()
 
 

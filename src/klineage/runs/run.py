@@ -36,6 +36,7 @@ __all__ = ["BudgetChanged", "Run", "RunMeta", "check_resume", "read_meta"]
 
 M = TypeVar("M", bound="RunMeta")
 E = TypeVar("E", bound=Event)
+KEPT_AT = ". The run is kept at "
 SayFn = Callable[[str], None]
 
 
@@ -140,12 +141,13 @@ class Run(RunDir):
             except KeyboardInterrupt:
                 self._ctrl_c = False
                 self.log(RunInterrupted(reason="interrupted (Ctrl-C)"))
-                raise RunStopped(f"interrupted. The run is kept at {self.path}: continue it with "
-                                 f"{resume_command}", interrupted=True) from None
+                raise RunStopped(f"interrupted{KEPT_AT}{self.path}: continue it with {resume_command}",
+                                 interrupted=True) from None
             except (BrainError, MachineLoadedError) as exc:
-                self.log(RunInterrupted(reason=str(exc)))
-                raise type(exc)(f"{str(exc).rstrip('.')}. The run is kept at {self.path}: "
-                                f"continue it with {resume_command}") from exc
+                # A child run's stop names the child's resume: the command that works is ours.
+                cause = str(exc).split(KEPT_AT)[0].rstrip(".")
+                self.log(RunInterrupted(reason=cause))
+                raise type(exc)(f"{cause}{KEPT_AT}{self.path}: continue it with {resume_command}") from exc
 
     @contextmanager
     def _noting_ctrl_c(self) -> Iterator[None]:
@@ -169,11 +171,17 @@ class Run(RunDir):
 
 
 def check_resume(path: Path, expected: type[M], workload: Workload | None = None, *,
-                 brain: str | None = None, library: Path | None = None) -> M:
+                 brain: str | None = None, library: Path | None = None,
+                 finished: type[Event] | None = None) -> M:
     """The record of the run at ``path``, if it can be continued this way: as this kind of run,
     on the same workload at the same sizing, with the same brain and library (``brain`` and
-    ``library``: what the user gave, None when not given). Reads only: a refusal writes nothing."""
+    ``library``: what the user gave, None when not given), and, where ``finished`` is given, not
+    finished: a finished run's results are never measured again or overwritten. Reads only: a
+    refusal writes nothing."""
     meta = read_meta(path, expected)
+    if finished is not None and RunDir.open(path).events(finished):
+        raise ConfigError(f"{path}: this {meta.kind} run is finished, and its results stay as they "
+                          f"are (klineage report {path} shows them); start a new run to measure again")
     if workload is not None:
         _check_workload(path, meta, workload)
     if brain is not None and meta.brain is not None and brain != meta.brain:
