@@ -96,3 +96,25 @@ def test_start_kernel_that_fails_the_gate_is_a_failed_run(tmp_path, quick, libra
     result = _run(axpy, load_kernel(axpy, broken), library, "gate_runs=4", quick, tmp_path)
     assert result.record["status"] == "failed" and result.best_speedup is None
     assert result.stop_reason.startswith("the start kernel failed the gate: incorrect")
+
+
+def test_a_broken_workload_beside_yours_does_not_stop_your_run(tmp_path, null_gate):
+    """optimize loaded every sibling folder with a workload.toml, for every method, and failed
+    naming a folder the user never mentioned. Now only expert-source reads them, and skips a
+    broken one with a line saying so."""
+    import shutil
+
+    shutil.copytree(FIXTURES / "dot", tmp_path / "dot")
+    shutil.copytree(FIXTURES / "axpy", tmp_path / "axpy")
+    (tmp_path / "axpy" / "workload.toml").write_text("name = [broken\n")
+    (tmp_path / "axpy" / "kernels" / "expert").mkdir(exist_ok=True)
+    dot = load_workload(tmp_path / "dot")
+    said: list[str] = []
+    for method in ("none", "expert-source"):
+        options = OptimizeOptions(method=method, budget=Budget(gate_runs=1), gate=null_gate,
+                                  sol_target=100.0)
+        result = optimize(dot, load_kernel(dot, "naive"), None, options, runs_root=tmp_path / "runs",
+                          say=said.append)
+        assert result.record["status"] == "ok"
+    skipped = [line for line in said if line.startswith("skipped")]
+    assert len(skipped) == 1 and str(tmp_path / "axpy") in skipped[0], said

@@ -268,3 +268,4 @@ def test_a_card_tried_on_this_best_kernel_is_not_tried_again_as_its_pass():
         _gated(tried, candidate, plain)
         rest.append(candidate.key)
     assert not any(key.startswith("again:") for key in rest), rest
+

@@ -129,15 +129,18 @@ class OptimizeResult:
         return self.record["stop_reason"]
 
 
-def default_inputs(workload: Workload, library: Library | None,
-                   memory: MemoryStore | None = None) -> MethodInputs:
-    """Everything available: the library's cards and findings, the memory store (less what it
-    saw on this workload), sibling experts."""
+def default_inputs(workload: Workload, library: Library | None, memory: MemoryStore | None = None,
+                   method: str = "expert-source", say: SayFn | None = None) -> MethodInputs:
+    """What ``method`` may see: the library's cards and findings, the memory store (less what
+    it saw on this workload), and for the expert-source baseline only, the experts of the
+    workload folders beside this one (one that does not load is skipped, and ``say`` told)."""
     cards = library.cards() if library is not None else []
-    siblings = sorted(p for p in workload.root.parent.iterdir() if (p / "workload.toml").is_file())
+    experts = []
+    if method == "expert-source":
+        siblings = sorted(p for p in workload.root.parent.iterdir() if (p / "workload.toml").is_file())
+        experts = expert_sources(siblings, exclude_workload=workload.name, skip=say or (lambda _: None))
     return MethodInputs(cards=cards, memory=memory.without(workload.name) if memory else [],
-                        experts=expert_sources(siblings, exclude_workload=workload.name),
-                        findings=library.findings() if library is not None else [])
+                        experts=experts, findings=library.findings() if library is not None else [])
 
 
 @dataclass(frozen=True)
@@ -190,7 +193,8 @@ def optimize(workload: Workload, start: KernelSpec | None, library: Library | No
             raise ConfigError("--method memory needs its memory: --memory DIR (build it with "
                               "`klineage memory build --like MINE_RUN ...`)")
         inputs = default_inputs(workload, library,
-                                MemoryStore.load(options.memory) if options.memory else None)
+                                MemoryStore.load(options.memory) if options.memory else None,
+                                options.method, say)
     if resume is not None and resumed is not None:
         run = Run.resume(resume, resumed, options.budget, say)
         start_state = KernelState.load(run.state_dir(resumed.start_state), workload)
