@@ -349,6 +349,14 @@ class Candidate:
 
     def _raise_death(self, step: str) -> None:
         self.process.wait()
+        # A runner that failed says why, then exits: seen exiting between two reads of the pipe,
+        # its last line is still in it ("exited with status 3" in 3 runs of 6, for one mistake).
+        self._buffer += self._pending_bytes()
+        text = self._buffer.partition(b"\n")[0].decode(errors="replace")
+        if text.startswith("S "):
+            self._raise_signal(text, step)
+        if text.startswith("E "):
+            raise CandidateFailed("crashed", f"{step}: the runner failed: {text[2:200]}")
         code = self.process.returncode
         how = (f"killed by {signal.Signals(-code).name}" if code < 0
                else f"exited with status {code}")
