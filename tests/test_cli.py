@@ -111,3 +111,19 @@ def test_a_folder_that_cannot_be_written_is_one_line_exit_2(tmp_path):
         assert proc.returncode == 2, (args, proc.stderr)
         assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
         assert "not a directory" in proc.stderr and str(blocker) in proc.stderr
+
+
+def test_a_cuda_kernel_on_a_machine_without_a_gpu_says_so_in_one_line(tmp_path):
+    """It blamed torch ("no CUDA device is visible to torch") for a machine without a GPU."""
+    import shutil
+
+    import pytest
+
+    from klineage import settings
+
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available() or not shutil.which(settings.nvcc()):
+        pytest.skip("needs nvcc and no visible GPU")
+    proc = klineage("gate", str(FIXTURES / "axpy_cuda"), "plain", "--no-profile", env_cache=_env(tmp_path))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "this machine has no NVIDIA GPU" in proc.stderr and "torch" not in proc.stderr

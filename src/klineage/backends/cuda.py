@@ -108,7 +108,11 @@ class CudaBackend:
         except ImportError:
             return "torch is not installed (pip install 'klineage[cuda]')"
         if not torch.cuda.is_available():
-            return "no CUDA device is visible to torch"
+            # Where a machine has no GPU the kernel is the user's mistake or the machine's, not
+            # torch's: say which, and what still works without one.
+            return ("this machine has no NVIDIA GPU that CUDA can use (none, no driver, or hidden by "
+                    "CUDA_VISIBLE_DEVICES): a .cu kernel is gated on a GPU machine (`klineage "
+                    "features` still reads it here)")
         return None
 
     def arch(self) -> str:
