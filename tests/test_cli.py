@@ -92,7 +92,7 @@ def test_no_help_text_is_cut_off_at_80_columns():
     runner = CliRunner(env={"COLUMNS": "80"})
     for command in (["gate"], ["mine"], ["optimize"], ["bench"], ["demo"], ["report"], ["doctor"],
                     ["features"], ["schemas"], ["skills", "list"], ["skills", "export"],
-                    ["memory", "build"]):
+                    ["memory", "build"], ["list"]):
         result = runner.invoke(app, [*command, "--help"])
         assert result.exit_code == 0, result.output
         assert "…" not in result.output, f"klineage {' '.join(command)} --help:\n{result.output}"
@@ -127,3 +127,51 @@ def test_a_cuda_kernel_on_a_machine_without_a_gpu_says_so_in_one_line(tmp_path):
     proc = klineage("gate", str(FIXTURES / "axpy_cuda"), "plain", "--no-profile", env_cache=_env(tmp_path))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert "this machine has no NVIDIA GPU" in proc.stderr and "torch" not in proc.stderr
+
+
+def test_every_option_has_help_and_optimize_shows_its_default_budget():
+    from typer.testing import CliRunner
+
+    from klineage.cli import app
+    from klineage.optimize.loop import DEFAULT_BUDGET
+
+    runner = CliRunner(env={"COLUMNS": "250"})
+    for command in (["mine"], ["optimize"], ["demo"]):
+        text = runner.invoke(app, [*command, "--help"]).output
+        rows = [line for line in text.splitlines() if line.startswith("│ --")]
+        bare = [row.split()[1] for row in rows if len(row.split("  ")) and not any(
+            c.isalpha() for c in row.split(">")[-1].replace("[default", ""))]
+        assert not bare, f"klineage {command[0]}: options without help: {bare}"
+    assert f"default: {DEFAULT_BUDGET.describe()}" in runner.invoke(app, ["optimize", "--help"]).output
+
+
+def test_shell_completion_is_offered(tmp_path):
+    proc = klineage("--show-completion", "bash", env_cache=_env(tmp_path))
+    assert proc.returncode == 0 and "complete " in proc.stdout and "klineage" in proc.stdout, proc.stderr
+
+
+def test_list_shows_workloads_and_runs_with_their_state(tmp_path):
+    import shutil
+
+    suite = tmp_path / "suite"
+    shutil.copytree(FIXTURES / "dot", suite / "dot")
+    (suite / "broken").mkdir()
+    (suite / "broken" / "workload.toml").write_text("name = [\n")
+    runs = tmp_path / "runs"
+    for name, kind, events in (("a", "optimize", ["run_started", "optimize_finished"]),
+                               ("b", "mine", ["run_started", "run_interrupted"]),
+                               ("c", "bench", ["run_started"])):
+        (runs / name).mkdir(parents=True)
+        (runs / name / "run.json").write_text(json.dumps(
+            {"kind": kind, "name": "dot", "workload": str(suite / "dot"), "sizing": "quick",
+             "created_at": "2026-12-04T10:00:00+00:00"}))
+        (runs / name / "events.jsonl").write_text("".join(json.dumps({"event": e}) + "\n" for e in events))
+    proc = klineage("list", str(suite), "--runs", str(runs), "--json", env_cache=_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    assert [(w["name"], w["kernels"], w["error"] is None) for w in found["workloads"]] == [
+        ("broken", [], False), ("dot", ["expert", "naive"], True)]
+    states = {Path(r["run"]).name: r["state"] for r in found["runs"]}
+    assert states["a"] == "finished" and states["c"].startswith("not finished")
+    resume = f"klineage mine {suite / 'dot'} --quick --resume {runs / 'b'}"
+    assert states["b"] == f"stopped: continue it with {resume}"

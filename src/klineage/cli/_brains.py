@@ -19,10 +19,16 @@ BrainOpt = Annotated[str | None, typer.Option(
     help="Who proposes edits: rules, openai, anthropic, agent or replay (default: klineage.toml, "
          "KLINEAGE_BRAIN, else rules).")]
 
-BudgetOpt = Annotated[str | None, typer.Option(
-    help="Limits, comma-separated: gate_runs=N, calls=N, tokens=N, usd=X, wall=10m (any subset), "
-         "or 'unlimited'. "
-         "On --resume: a new budget for the rest of the run (default: the run's own).")]
+def budget_option(default: str = "") -> Any:
+    """``--budget``; ``default``: what a new run gets without it, shown in the help."""
+    shown = f" A new run's default: {default}." if default else ""
+    return Annotated[str | None, typer.Option(
+        help="Limits, comma-separated: gate_runs=N, calls=N, tokens=N, usd=X, wall=10m (any subset), "
+             "or 'unlimited'. "
+             f"On --resume: a new budget for the rest of the run (default: the run's own).{shown}")]
+
+
+BudgetOpt = budget_option()
 ConfigOpt = Annotated[Path | None, typer.Option(
     "--config", help="klineage.toml to use (default: KLINEAGE_CONFIG, else ./klineage.toml).")]
 RecordOpt = Annotated[Path | None, typer.Option(

@@ -49,10 +49,11 @@ def executing(text: str) -> Iterator[Executor]:
         yield executor
 
 
-def new_app(name: str, help: str) -> typer.Typer:
-    """A typer app that shows help when called bare and never prints tracebacks with locals."""
+def new_app(name: str, help: str, completion: bool = False) -> typer.Typer:
+    """A typer app that shows help when called bare and never prints tracebacks with locals;
+    ``completion``: the root's ``--install-completion`` / ``--show-completion`` (bash, zsh, fish)."""
     return typer.Typer(name=name, help=help, no_args_is_help=True, pretty_exceptions_enable=False,
-                       add_completion=False)
+                       add_completion=completion)
 
 
 @contextmanager

@@ -36,7 +36,8 @@ from klineage.cli._render import doctor_table, gate_summary_table, stage_table, 
 from klineage.errors import ConfigError, KlineageError
 
 app = new_app("klineage",
-              "Learn when a kernel optimization is sound, under one compile/correctness/profile gate.")
+              "Learn when a kernel optimization is sound, under one compile/correctness/profile gate.",
+              completion=True)
 
 
 def _version(value: bool) -> None:
@@ -150,8 +151,10 @@ def mine(
     resume: Annotated[Path | None, typer.Option(help="Continue this interrupted run.")] = None,
     admit_on: Annotated[str | None, typer.Option(
         help="Comma-separated workload folders for admission (default: sibling workloads).")] = None,
-    max_steps: Annotated[int, typer.Option(min=1)] = 30,
-    max_rejections: Annotated[int, typer.Option(min=1)] = 40,
+    max_steps: Annotated[int, typer.Option(
+        min=1, help="Most accepted simplifications the backward walk takes before it stops.")] = 30,
+    max_rejections: Annotated[int, typer.Option(
+        min=1, help="Most rejected candidates the walk tries before it stops.")] = 40,
     threads: ThreadsOpt = None,
     budget: BudgetOpt = None,
     config: ConfigOpt = None,
@@ -286,6 +289,9 @@ def _mount_subcommands() -> None:
     from klineage.cli.report import report_command
 
     app.command("report")(report_command)
+    from klineage.cli.listing import list_command
+
+    app.command("list")(list_command)
     from klineage.cli.optimize import optimize_command
 
     app.command("optimize")(optimize_command)

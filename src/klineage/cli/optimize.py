@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from klineage.cli._brains import BrainOpt, BudgetOpt, ConfigOpt, RecordOpt, ReplayOpt, brain_settings
+from klineage.cli._brains import BrainOpt, ConfigOpt, RecordOpt, ReplayOpt, brain_settings, budget_option
 from klineage.cli._common import (
     BackendOpt,
     ExecutorOpt,
@@ -25,6 +25,7 @@ from klineage.cli._common import (
 )
 from klineage.cli.memory import MemoryOpt
 from klineage.errors import ConfigError
+from klineage.optimize.loop import DEFAULT_BUDGET
 
 __all__ = ["optimize_command", "retrieval_table"]
 
@@ -35,7 +36,7 @@ def optimize_command(
     workload: Annotated[Path, typer.Argument(help="Workload folder.")],
     start: Annotated[str, typer.Option(help="The kernel to start from.")] = "naive",
     library: Annotated[Path | None, typer.Option(help="Skill library (needed by --method klineage).")] = None,
-    budget: BudgetOpt = None,
+    budget: budget_option(DEFAULT_BUDGET.describe()) = None,
     method: Annotated[str, typer.Option(
         help="klineage | klineage-nowhen | none | memory | rules-table | expert-source.")] = "klineage",
     memory: MemoryOpt = None,
