@@ -175,3 +175,17 @@ def test_list_shows_workloads_and_runs_with_their_state(tmp_path):
     assert states["a"] == "finished" and states["c"].startswith("not finished")
     resume = f"klineage mine {suite / 'dot'} --quick --resume {runs / 'b'}"
     assert states["b"] == f"stopped: continue it with {resume}"
+
+
+def test_a_binary_kernel_file_is_a_compile_error_not_a_traceback(tmp_path):
+    """It was a 72-line UnicodeDecodeError (gcc's stderr quotes the bytes it cannot read)."""
+    import random
+
+    kernel = tmp_path / "binary"
+    kernel.mkdir()
+    (kernel / "kernel.c").write_bytes(bytes(random.Random(7).randrange(256) for _ in range(3000)))
+    (kernel / "kernel.toml").write_text('language = "c"\n')
+    proc = klineage("gate", str(FIXTURES / "axpy"), str(kernel), "--no-profile", "--json",
+                    env_cache=_env(tmp_path))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert json.loads(proc.stdout)["verdict"] == "compile_error"
