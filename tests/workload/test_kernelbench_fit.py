@@ -78,3 +78,27 @@ def test_channels_per_group_is_a_quotient():
     base = {"C": 64, "G": 4}
     runs = [(dict(base), 16), ({"C": 128, "G": 4}, 32), ({"C": 64, "G": 8}, 8), ({"C": 64, "G": 16}, 4)]
     assert fit_dim(runs, ["C", "G"]) == "C//G"
+
+
+def test_a_model_slow_at_every_size_keeps_its_smallest_as_quick():
+    """On a busy machine even the smallest size ran past the quick limit, none was kept, and the
+    import failed with an IndexError."""
+    import time
+    from types import ModuleType
+
+    import torch
+
+    from klineage.workload.kernelbench._sizes import QUICK_SECONDS, quick_axes
+
+    module = ModuleType("slow_problem")
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            time.sleep(QUICK_SECONDS * 1.2)
+            return x * 2
+
+    module.Model, module.N = Model, 65536
+    module.get_inputs = lambda: [torch.randn(module.N)]
+    module.get_init_inputs = lambda: []
+    quick, note = quick_axes(module, {"N": 65536}, ["N"], {"in:0": ["N"], "out:0": ["N"]})
+    assert quick == {"N": 16} and "ms on 1 CPU thread" in note

@@ -41,10 +41,14 @@ def quick_axes(module: ModuleType, bench: dict[str, int], axes: list[str],
             where = " ".join(f"{a}={values[a]}" for a in axes) or "the file's sizes"
             errors.append(f"at {where}: {problem}")
             continue
-        if seconds > QUICK_SECONDS:
+        if seconds > QUICK_SECONDS and best is not None:
             break
         best, best_seconds = values, seconds
         note = f"reference {seconds * 1e3:.0f} ms on 1 CPU thread"
+        if seconds > QUICK_SECONDS:
+            # The smallest size that runs is kept however slow (a busy machine, a first call's
+            # warm-up): with none kept, the import failed with an IndexError.
+            break
     if best is None:
         shown = errors[0] if len(errors) == 1 else f"{errors[0]}; ...; {errors[-1]}"
         raise ProblemError(f"the Model ran at none of the sizes tried ({shown})")
