@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -51,8 +50,10 @@ def test_a_phase_timed_while_others_held_the_kernels_cores_is_no_measurement(two
     assert noise_rules.contention(0.3, 2) is None
     assert "more than the 0 its 2 thread(s) left free" in noise_rules.contention(0.6, 2)
     assert noise_rules.contention(0.9, 1) is None
-    # One core kept busy by another process reads a little over 1 with the system's own work.
-    assert noise_rules.contention(1.1, 1) is None
+    # One core kept busy by another process reads a little over 1 with the system's own work;
+    # two beside a 1-thread kernel read 1.19: its own core is shared.
+    assert noise_rules.contention(1.05, 1) is None
+    assert "left free" in noise_rules.contention(1.19, 1)
     assert "more than the 1 its 1 thread(s) left free" in noise_rules.contention(1.4, 1)
     assert noise_rules.contention(None, 2) is None  # no /proc/stat: unknown, not loaded
     # Whatever the spread or the interval: a tight 'faster' under 1.4 cores of load is no decision
@@ -158,8 +159,8 @@ def test_a_gate_comparison_noise_kept_from_deciding_is_unmeasurable(monkeypatch,
 
 
 def test_a_patient_run_waits_for_the_load_to_pass_and_times_again(tmp_path, quick):
-    """Both cores busy while the kernel is first timed, free a few seconds later: with patience
-    the session waits (saying so) and times again, uncharged, instead of stopping the run."""
+    """Both cores busy while the kernel is timed, free once the session says it waits: with
+    patience it waits for the quieter machine and times again, uncharged, instead of stopping."""
     hogs = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(os.cpu_count() or 2)]
     for hog in hogs:
         hog.start()
@@ -168,20 +169,23 @@ def test_a_patient_run_waits_for_the_load_to_pass_and_times_again(tmp_path, quic
         for hog in hogs:
             hog.kill()
 
-    timer = threading.Timer(6.0, release)
-    timer.start()
+    said: list[str] = []
+
+    def progress(stage: str, line: str) -> None:
+        said.append(f"{stage}: {line}")
+        if stage == "waiting":
+            release()
+
     try:
         axpy = load_workload(FIXTURES / "axpy")
-        said: list[str] = []
         meter = Meter(log=RunDir(tmp_path / "run").log)
         session = GateSession(RunDir(tmp_path / "run"), axpy, replace(quick, threads=1, patience_s=120),
-                              progress=lambda stage, line: said.append(f"{stage}: {line}"), meter=meter)
+                              progress=progress, meter=meter)
         report = session.check(KernelState.from_spec(load_kernel(axpy, "plain")), profile=True)
     finally:
-        timer.cancel()
         release()
         for hog in hogs:
             hog.join()
-    assert report.verdict is Verdict.ACCEPTED, report.reason
     assert any(line.startswith("waiting: waiting for a quieter machine") for line in said), said
+    assert report.verdict is Verdict.ACCEPTED, report.reason
     assert meter.spent.gate_runs == 1

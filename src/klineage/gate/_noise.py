@@ -14,8 +14,10 @@ __all__ = ["LOADED_CORES", "MAX_INTERVAL", "MAX_SPREAD", "comparison_noise", "co
 LOADED_CORES = 0.5
 """A timed phase during which other processes used at least half a core (or a hypervisor stole
 it) ran on a loaded machine: its noise has a cause outside the kernels."""
-FREE_CORE_SLACK = 0.25
-"""Others' load beyond the free cores that still leaves the kernel's own cores to it."""
+FREE_CORE_SLACK = 0.1
+"""Others' load beyond the free cores that still leaves the kernel's own cores to it: one process
+keeping a core busy read 1.000-1.005 cores here, the system's own work 0.00-0.01; two of them
+beside a 1-thread kernel read 1.19 (its core shared), which must not pass."""
 MAX_SPREAD = 0.5
 """On a loaded machine, trial medians further apart than half their median are no measurement
 (a 2-core machine loaded by another process spread an honest kernel's over 107%, 0.43 ms timed
@@ -69,9 +71,8 @@ def contention(other_cores: float | None, threads: int | None) -> str | None:
 
 def quiet_limit(threads: int | None) -> float:
     """The most cores other processes may use while a kernel of ``threads`` threads is timed:
-    the cores its threads leave free, plus ``FREE_CORE_SLACK`` where there are some (a process
-    that keeps one core busy reads 1.02-1.1 cores with the system's own work), and never less
-    than ``LOADED_CORES``."""
+    the cores its threads leave free, plus ``FREE_CORE_SLACK`` where there are some, and never
+    less than ``LOADED_CORES``."""
     free = max(0, len(os.sched_getaffinity(0)) - (threads or 1))
     return max(LOADED_CORES, free + FREE_CORE_SLACK if free else 0.0)
 

@@ -125,11 +125,11 @@ class GateSession:
             yield state, GateReport.model_validate_json(cached.read_text())
         tasks = [self._task(state, replace(self.options, profile=profile)) for state in todo]
         for index, report in self._jobs(tasks):
-            self._keep(todo[index], profile, report, ahead=False)
-            yield todo[index], report
+            yield todo[index], self._keep(todo[index], profile, report, ahead=False)
 
-    def _keep(self, state: KernelState, profile: bool, report: GateReport, ahead: bool) -> None:
-        """Cache a finished gate run's report, charged now or (gated ahead) when it is taken."""
+    def _keep(self, state: KernelState, profile: bool, report: GateReport, ahead: bool) -> GateReport:
+        """Cache a finished gate run's report (timed again, patiently, where the load made it
+        unmeasurable), charged now or (gated ahead) when it is taken; returns what was kept."""
         cached = self._report_file(state, profile)
         if ahead:  # the marker first: a report without one is one already charged
             _ahead_marker(cached).touch()
@@ -142,6 +142,7 @@ class GateSession:
             if report.verdict is Verdict.UNMEASURABLE:
                 raise MachineLoadedError(f"{self.workload.name}/{state.fingerprint[:8]}: {report.reason}")
         cached.write_text(report.model_dump_json(indent=1))
+        return report
 
     def _patiently(self, task: GateTask, result: Any, unmeasurable: Callable[[Any], bool]) -> Any:
         """``result`` of ``task``, or, while the load makes it unmeasurable and the options'

@@ -179,9 +179,6 @@ def check_resume(path: Path, expected: type[M], workload: Workload | None = None
     finished: a finished run's results are never measured again or overwritten. Reads only: a
     refusal writes nothing."""
     meta = read_meta(path, expected)
-    if finished is not None and RunDir.open(path).events(finished):
-        raise ConfigError(f"{path}: this {meta.kind} run is finished, and its results stay as they "
-                          f"are (klineage report {path} shows them); start a new run to measure again")
     if workload is not None:
         _check_workload(path, meta, workload)
     if brain is not None and meta.brain is not None and brain != meta.brain:
@@ -191,6 +188,9 @@ def check_resume(path: Path, expected: type[M], workload: Workload | None = None
                                 or Path(library).resolve() != Path(meta.library).resolve()):
         raise ConfigError(f"{path}: this run was started with --library {meta.library}, not "
                           f"{library}; resume it without --library (it uses its own)")
+    if finished is not None and RunDir.open(path).events(finished):
+        raise ConfigError(f"{path}: this {meta.kind} run is finished, and its results stay as they "
+                          f"are (klineage report {path} shows them); start a new run to measure again")
     return meta
 
 
