@@ -189,3 +189,23 @@ def test_a_binary_kernel_file_is_a_compile_error_not_a_traceback(tmp_path):
                     env_cache=_env(tmp_path))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert json.loads(proc.stdout)["verdict"] == "compile_error"
+
+
+def test_progress_off_a_terminal_is_plain_lines_at_a_steady_pace():
+    """Under nohup or CI the demo printed nothing until its end (rich draws no live display
+    where stderr is no terminal)."""
+    import io
+
+    from rich.console import Console
+
+    from klineage.cli._common import PlainProgress
+
+    out = io.StringIO()
+    progress = PlainProgress(Console(file=out, width=200), every_s=3600)
+    progress.stage("mining softmax")
+    progress.line("mine softmax: step 1")  # within the pace: not printed
+    progress.every_s = 0
+    progress.line("mine softmax: step 2")
+    lines = out.getvalue().splitlines()
+    assert [line.split("] ", 1)[1] for line in lines] == ["== mining softmax", "mine softmax: step 2"]
+    assert all(line.startswith("[") and " s] " in line for line in lines)

@@ -234,7 +234,9 @@ def demo(
     columns = (TextColumn("[bold]{task.fields[stage]}"), BarColumn(),
                TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
                TextColumn("{task.description}"))
-    plain = PlainProgress(err_console) if not err_console.is_terminal and not as_json else None
+    # Off a terminal (a pipe, nohup, CI) no live display is drawn: plain lines on stderr instead,
+    # with --json too (the JSON goes to stdout).
+    plain = PlainProgress(err_console) if not err_console.is_terminal else None
     with Progress(*columns, console=err_console, disable=as_json or plain is not None,
                   transient=False) as progress:
         task = progress.add_task("", total=DEMO_STEPS, stage="starting")
