@@ -9,7 +9,7 @@
 5. write the report of the whole demo run
 
 Everything runs at the workloads' ``[quick_axes]`` with a shorter timing schedule, so the demo
-fits in about five minutes on two cores; the gate's checks are the full ones. Every step is a
+takes about 8 minutes on two quiet cores (README); the gate's checks are the full ones. Every step is a
 child run inside the demo's own run folder, so the report (and ``--resume`` of a child) works as
 for any run.
 """
