@@ -34,6 +34,9 @@ NOT_RUN = {
                             "to the file the export reads",
     "--method rules-table": "the same path as the klineage optimize line; tests/optimize runs "
                             "rules-table and its table",
+    "klineage mine examples/workloads/cpu/rmsnorm --resume": "continues an interrupted mine; the "
+        "mine above finished, which a resume refuses (tests/runs/test_resume.py stops one with "
+        "Ctrl-C and resumes it, and checks the refusal)",
 }
 ADJUSTED = {
     # Admission on one held-out workload instead of all four siblings: the same code, a quarter

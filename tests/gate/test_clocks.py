@@ -7,6 +7,7 @@ import pytest
 
 from klineage.gate._clocks import paired_times, trusted_times
 from klineage.gate.sandbox import CallResult, CandidateFailed
+from klineage.gate.stats import paired_decision
 
 GAPS = np.full(21, 2e-4)  # the calibration kernel's clock read 0.2 ms short of ours
 
@@ -151,3 +152,27 @@ def test_a_call_after_another_runner_may_read_the_switch_our_kernel_measured():
     _, info = trusted_times(calls, gaps, threads=1, short_clock_is_cheat=False, per_trial=10,
                             switch_s=4.5e-5)
     assert info.raised_share == pytest.approx(2 / 60)  # it, and its trial's first call
+
+
+def test_one_forged_call_in_three_buys_no_faster_pair():
+    """Identical work on both sides, the gaps noisy as our calibration's: the candidate reads a
+    tenth of one call in three, so those pairs are timed by ours. The baseline's side of them
+    was timed by the larger of its reading and ours, biased up, and the candidate came out
+    0.94-0.99 of the baseline in 7 runs of 8 (catalogue: clock_one_in_three)."""
+    rng = np.random.default_rng(3)
+    noise = 1e-4
+    gaps = 2e-4 + noise * rng.standard_normal(101)
+
+    def side(forged: bool) -> list[CallResult]:
+        calls = []
+        for index in range(600):
+            took = 1e-3 * (1 + 0.05 * rng.standard_normal())
+            wall = took + 2e-4 + noise * rng.standard_normal()
+            reading = took / 10 if forged and index % 3 == 0 else took
+            calls.append(CallResult(rc=0, reported_s=reading, wall_s=wall, cpu_s=took))
+        return calls
+
+    (times_a, times_b), _ = paired_times((side(False), side(True)), (gaps, gaps), threads=1,
+                                         short_clock_is_cheat=False)
+    ratio, _, _, decision = paired_decision(times_a, times_b)
+    assert decision != "faster" and ratio == pytest.approx(1.0, abs=0.015)

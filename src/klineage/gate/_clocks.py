@@ -108,7 +108,7 @@ def paired_times(calls: tuple[list[CallResult], list[CallResult]],
               for c, g, switch in zip(calls, gaps, switch_s, strict=True)]
     believed = all(check.believed for *_, check in judged)
     pairs = judged[0][2] & judged[1][2] & believed
-    (times_a, check_a), (times_b, check_b) = (_timed_by(reported, ours, check, pairs)
+    (times_a, check_a), (times_b, check_b) = (_timed_by(reported, ours, check, pairs, floor=False)
                                               for reported, ours, _, check in judged)
     return (times_a, times_b), (check_a, check_b)
 
@@ -169,9 +169,12 @@ def _trials_believed(honest: np.ndarray, per_trial: int) -> np.ndarray:
 
 
 def _timed_by(reported: np.ndarray, ours: np.ndarray, check: ClockCheck,
-              own_clock: np.ndarray) -> tuple[list[float], ClockCheck]:
-    """Per call: its reading where ``own_clock``, else the larger of its reading and ours."""
-    times = np.where(own_clock, reported, np.maximum(reported, ours))
+              own_clock: np.ndarray, floor: bool = True) -> tuple[list[float], ClockCheck]:
+    """Per call: its reading where ``own_clock``, else ours; with ``floor``, never less than its
+    reading. Not for pairs: the larger of two noisy readings is biased up, and a candidate that
+    forged one call in three (its own a tenth, so ours) had its baseline timed by that larger
+    one on the same pairs and was judged faster than identical work (0.94-0.99)."""
+    times = np.where(own_clock, reported, np.maximum(reported, ours) if floor else ours)
     return times.tolist(), check.model_copy(update={"raised_share": float(np.mean(times > reported))})
 
 

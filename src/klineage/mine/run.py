@@ -21,7 +21,7 @@ from klineage.gate.session import GateSession
 from klineage.lineage.model import Lineage
 from klineage.lineage.rederive import rederive_lineage
 from klineage.lineage.walk import WalkLimits, backward_walk
-from klineage.runs import Budget, Event, Run, RunMeta, Spent, check_resume
+from klineage.runs import Budget, Event, Run, RunDir, RunMeta, Spent, check_resume
 from klineage.skills.admission import Context, admit
 from klineage.skills.card import SkillCard
 from klineage.skills.findings import findings_of
@@ -112,8 +112,10 @@ def default_admission_workloads(workload: Workload) -> tuple[Path, ...]:
 def mine(workload: Workload, expert: KernelSpec | None, runs_root: Path, library: Path | None,
          options: MineOptions = MineOptions(), resume: Path | None = None,
          say: SayFn | None = None) -> MineResult:
-    resumed = check_resume(resume, MineMeta, workload, brain=options.brain, library=library,
-                           finished=MineFinished) if resume else None
+    resumed = check_resume(resume, MineMeta, workload, brain=options.brain,
+                           library=library) if resume else None
+    if resume is not None and resumed is not None:
+        _refuse_finished(resume, resumed, options.budget)
     editor = get_editor(options.brain, options.config, record=options.record, replay=options.replay)
     if resume is not None and resumed is not None:
         run = Run.resume(resume, resumed, options.budget, say)
@@ -131,6 +133,21 @@ def mine(workload: Workload, expert: KernelSpec | None, runs_root: Path, library
     with run.stoppable(f"klineage mine {workload.root}{' --quick' if workload.quick else ''} "
                        f"--resume {run.path}"):
         return _mine(workload, expert_state, run, library, options, brain)
+
+
+def _refuse_finished(path: Path, meta: MineMeta, budget: Budget | None) -> None:
+    """A finished mine is never measured again or overwritten; one its budget stopped goes on
+    with a new budget (its walk, re-derivations and lift continue where they were)."""
+    finished = RunDir.open(path).events(MineFinished)
+    if not finished:
+        return
+    if finished[-1].summary.get("budget_reached"):
+        if budget is not None and budget != meta.budget:
+            return
+        raise ConfigError(f"{path}: this mine run stopped at its budget ({meta.budget.describe()}); "
+                          f"give a new --budget to continue it")
+    raise ConfigError(f"{path}: this mine run is finished, and its results stay as they are "
+                      f"(klineage report {path} shows them); start a new run to measure again")
 
 
 def _mine(workload: Workload, expert_state: KernelState, run: Run, library: Path | None,
