@@ -55,7 +55,7 @@ EXPECTED = {
                        "backward_walk", "rederive_lineage"],
     klineage.runs: ["Budget", "BudgetChanged", "Charge", "Event", "Meter", "Run", "RunDir",
                     "RunInterrupted", "RunMeta", "RunStarted", "Spent", "Usage", "check_resume",
-                    "new_run_id"],
+                    "new_run_id", "resume_command"],
     klineage.report: ["ReportPaths", "write_report"],
     klineage.workload.kernelbench: ["ImportOutcome", "import_kernelbench", "problem_files"],
     klineage.workload.flashinfer: ["DefinitionOutcome", "import_flashinfer_bench"],

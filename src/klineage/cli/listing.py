@@ -77,7 +77,7 @@ def workloads_in(folder: Path) -> list[dict[str, Any]]:
 
 def runs_in(root: Path) -> list[dict[str, Any]]:
     """Every run folder in ``root`` (newest last) with its kind, name and state."""
-    from klineage.runs import RunDir
+    from klineage.runs import RunDir, resume_command
 
     rows = []
     for meta in sorted(root.glob("*/run.json")) if root.is_dir() else ():
@@ -94,16 +94,10 @@ def runs_in(root: Path) -> list[dict[str, Any]]:
         if f"{kind}_finished" in kinds:
             state = "finished"
         elif kinds and kinds[-1] == "run_interrupted":
-            state = f"stopped: continue it with {_resume_hint(kind, record, path)}"
+            hint = resume_command(kind, path, str(record.get("workload")), record.get("sizing") == "quick")
+            state = f"stopped: continue it with {hint}"
         else:
             state = "not finished (killed, or still running)"
         rows.append({"run": str(path), "kind": kind, "name": str(record.get("name", "")),
                      "created_at": str(record.get("created_at", "")), "state": state})
     return rows
-
-
-def _resume_hint(kind: str, record: dict[str, Any], path: Path) -> str:
-    if kind in ("demo", "bench"):
-        return f"klineage {kind} --resume {path}"
-    quick = " --quick" if record.get("sizing") == "quick" else ""
-    return f"klineage {kind} {record.get('workload')}{quick} --resume {path}"

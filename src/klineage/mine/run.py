@@ -21,7 +21,7 @@ from klineage.gate.session import GateSession
 from klineage.lineage.model import Lineage
 from klineage.lineage.rederive import rederive_lineage
 from klineage.lineage.walk import WalkLimits, backward_walk
-from klineage.runs import Budget, Event, Run, RunDir, RunMeta, Spent, check_resume
+from klineage.runs import Budget, Event, Run, RunDir, RunMeta, Spent, check_resume, resume_command
 from klineage.skills.admission import Context, admit
 from klineage.skills.card import SkillCard
 from klineage.skills.findings import findings_of
@@ -130,8 +130,7 @@ def mine(workload: Workload, expert: KernelSpec | None, runs_root: Path, library
             expert_state=expert_state.fingerprint, library=str(library) if library else None,
             budget=options.budget or Budget()), say=say)
     brain = MeteredEditor(editor, run.meter)
-    with run.stoppable(f"klineage mine {workload.root}{' --quick' if workload.quick else ''} "
-                       f"--resume {run.path}"):
+    with run.stoppable(resume_command("mine", run.path, str(workload.root), workload.quick)):
         return _mine(workload, expert_state, run, library, options, brain)
 
 

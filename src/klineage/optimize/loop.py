@@ -40,7 +40,7 @@ from klineage.optimize.methods import (
     make_method,
 )
 from klineage.optimize.records import NO_KERNEL, OptimizeRecord
-from klineage.runs import Budget, Event, Run, RunMeta, check_resume
+from klineage.runs import Budget, Event, Run, RunMeta, check_resume, resume_command
 from klineage.skills.card import Trial
 from klineage.skills.library import Library
 from klineage.skills.retrieval import Choice
@@ -209,8 +209,7 @@ def optimize(workload: Workload, start: KernelSpec | None, library: Library | No
             memory=str(options.memory) if options.memory else None), say=say)
         start_state.materialize(run.state_dir(start_state.fingerprint), workload)
     loop = _Loop(run, workload, start_state, library, options, editor, inputs)
-    with run.stoppable(f"klineage optimize {workload.root}{' --quick' if workload.quick else ''} "
-                       f"--resume {run.path}"):
+    with run.stoppable(resume_command("optimize", run.path, str(workload.root), workload.quick)):
         return loop.run_to_end()
 
 

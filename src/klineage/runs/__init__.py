@@ -7,8 +7,8 @@ gate wrapper in ``lineage/`` must import it without importing the forward loop.
 
 from klineage.runs.budget import Budget, Charge, Meter, Spent, Usage
 from klineage.runs.events import Event, RunInterrupted, RunStarted
-from klineage.runs.run import BudgetChanged, Run, RunMeta, check_resume
+from klineage.runs.run import BudgetChanged, Run, RunMeta, check_resume, resume_command
 from klineage.runs.rundir import RunDir, new_run_id
 
 __all__ = ["Budget", "BudgetChanged", "Charge", "Event", "Meter", "Run", "RunDir", "RunInterrupted",
-           "RunMeta", "RunStarted", "Spent", "Usage", "check_resume", "new_run_id"]
+           "RunMeta", "RunStarted", "Spent", "Usage", "check_resume", "new_run_id", "resume_command"]

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from klineage.gate.session import GateSession
     from klineage.workload import Workload
 
-__all__ = ["BudgetChanged", "Run", "RunMeta", "check_resume", "read_meta"]
+__all__ = ["BudgetChanged", "Run", "RunMeta", "check_resume", "read_meta", "resume_command"]
 
 M = TypeVar("M", bound="RunMeta")
 E = TypeVar("E", bound=Event)
@@ -168,6 +168,14 @@ class Run(RunDir):
             yield
         finally:
             signal.signal(signal.SIGINT, previous)
+
+
+def resume_command(kind: str, path: Path, workload: str | None = None, quick: bool = False) -> str:
+    """The command that continues the stopped run at ``path`` (a mine or optimize run names its
+    workload, with ``--quick`` where it was started so, or its resume is refused)."""
+    if kind in ("mine", "optimize"):
+        return f"klineage {kind} {workload}{' --quick' if quick else ''} --resume {path}"
+    return f"klineage {kind} --resume {path}"
 
 
 def check_resume(path: Path, expected: type[M], workload: Workload | None = None, *,
