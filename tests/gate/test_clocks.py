@@ -7,7 +7,7 @@ import pytest
 
 from klineage.gate._clocks import paired_times, trusted_times
 from klineage.gate.sandbox import CallResult, CandidateFailed
-from klineage.gate.stats import paired_decision
+from klineage.gate.stats import comparison_record, paired_decision
 
 GAPS = np.full(21, 2e-4)  # the calibration kernel's clock read 0.2 ms short of ours
 
@@ -176,3 +176,24 @@ def test_one_forged_call_in_three_buys_no_faster_pair():
                                          short_clock_is_cheat=False)
     ratio, _, _, decision = paired_decision(times_a, times_b)
     assert decision != "faster" and ratio == pytest.approx(1.0, abs=0.015)
+
+
+def test_a_call_shorter_than_our_clocks_scatter_is_never_timed_as_nothing():
+    """10 us calls whose round trips scatter by 0.1 ms (a loaded machine) while the calibration's
+    scattered by 5 us: a pair with a call not believed is timed by ours, and the other side's
+    round trip less the gap was often under zero. Those pairs were timed 0 s, and the
+    comparison's ratio came out NaN (CI, 2026-12-05: a mine of KernelBench's linear_relu
+    crashed on it)."""
+    rng = np.random.default_rng(5)
+    gaps = 2e-4 + 5e-6 * rng.standard_normal(41)
+
+    def side() -> list[CallResult]:
+        return [CallResult(rc=0, reported_s=1e-5, wall_s=1e-5 + 2e-4 + 1e-4 * rng.standard_normal(),
+                           cpu_s=1e-5) for _ in range(200)]
+
+    (times_a, times_b), _ = paired_times((side(), side()), (gaps, gaps), threads=1,
+                                         short_clock_is_cheat=False)
+    assert min(times_a + times_b) > 0
+    record = comparison_record(times_a, times_b, seed=0)
+    assert all(np.isfinite(record[key]) for key in ("ratio", "ci_low", "ci_high", "candidate_median_s"))
+    assert record["decision"] != "faster"

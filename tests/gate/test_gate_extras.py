@@ -51,8 +51,9 @@ def test_paired_comparison_decides(axpy, quick):
     assert ahead.verdict is Verdict.ACCEPTED, ahead.reason
     assert ahead.comparison.decision == "faster"
     behind = run_gate(axpy, slow, options=quick, against=plain)
-    assert behind.verdict is Verdict.SLOWER
-    assert "not faster than plain" in behind.reason
+    # A loaded moment may leave it undecided (CI, 2026-12-05); it must never come out faster.
+    assert behind.verdict in (Verdict.SLOWER, Verdict.UNMEASURABLE), behind.reason
+    assert behind.reason.startswith(("not faster than plain", "the comparison with plain could not decide"))
 
 
 def test_a_build_cache_entry_changed_after_it_was_built_is_refused(axpy, quick):

@@ -54,6 +54,11 @@ the calibration gaps' standard deviations (robust), plus 2% of the reading: an h
 fails it about once in 10^4 calls where gaps are normal, more often where the scheduler
 preempts the runner between its clock and its reply; either way its trial is only timed by our
 clock, never judged."""
+OUR_RESOLUTION_S = 1e-6
+"""Our clock resolves no less than the calibration gaps' scatter (and never under 1 us): a call
+timed by ours is at least that. A round trip less the median gap was under zero for 10 us
+calls on a loaded machine; pairs timed 0 s made a comparison's ratio NaN (CI, 2026-12-05).
+Both sides of a pair are floored alike, so a floor only pulls a ratio toward 1."""
 CPU_SLACK = 1.25
 CPU_OVERHEAD_S = 3e-4
 """An honest runner's CPU per call is at most its threads x its clock x ``CPU_SLACK``, plus
@@ -80,8 +85,8 @@ def trusted_times(calls: list[CallResult], gaps: np.ndarray, threads: int,
     median gap is within the margin of the calibration's, its readings are the times, except in
     a trial (``per_trial`` consecutive calls) where one call's gap is beyond what the
     calibration's scatter allows one call: that trial is timed by ours. Otherwise ours time
-    every call (each call's time is at least its round trip less the calibration's median gap),
-    so a clock that reads short gains at most the margin. ``switch_s``: what our calibration
+    every call (each call's time is at least its round trip less the calibration's median gap,
+    and never under ``OUR_RESOLUTION_S``), so a clock that reads short gains at most the margin. ``switch_s``: what our calibration
     kernel's calls right after another runner's read over its others; one call may read it too.
 
     ``short_clock_is_cheat`` (a GPU, where work can run on streams the candidate's clock does not
@@ -146,7 +151,7 @@ def _judge(calls: list[CallResult], gaps: np.ndarray, threads: int, short_clock_
     # Both medians as noisy as the calibration's: the candidate's own scatter is its to widen.
     allowance = gap + BELIEF_SIGMAS * math.sqrt(2) * _median_error(gaps) + BELIEF_SHARE * typical
     honest = own <= gap + switch_s + CALL_SIGMAS * scatter + BELIEF_SHARE * reported
-    ours = np.maximum(walls - gap, 0.0)
+    ours = np.maximum(walls - gap, max(scatter, OUR_RESOLUTION_S))
     seen = float(np.median(ours))
     burned = float(np.median([c.cpu_s for c in calls]))
     if (short_clock_is_cheat and typical < FORGED_CLOCK * seen - 2e-5
