@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from klineage.gate.stats import paired_decision, summarize_trials
 
@@ -31,3 +32,10 @@ def test_clear_slowdown_is_slower():
 
 def test_noise_alone_is_same():
     assert paired_decision(*_pairs(1.0, 0.05))[3] == "same"
+
+
+def test_a_pair_timed_zero_is_refused_not_decided():
+    base, cand = _pairs(1.0, 0.05)
+    cand[3] = 0.0  # log(0 / x) and 0 / 0 made the ratio NaN, and NaN reached a mine's skill record
+    with pytest.raises(ValueError, match="positive and finite"):
+        paired_decision(base, cand)

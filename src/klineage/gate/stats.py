@@ -52,6 +52,8 @@ def paired_decision(
     b = np.asarray(candidate, dtype=np.float64)
     if a.size != b.size or a.size < 3:
         raise ValueError("need at least 3 matched pairs")
+    if not (np.all(np.isfinite(a) & (a > 0)) and np.all(np.isfinite(b) & (b > 0))):
+        raise ValueError("paired times must be positive and finite")  # a NaN ratio decides nothing
     logs = np.log(b / a)
     rng = np.random.default_rng(seed)
     resampled = np.median(rng.choice(logs, size=(_BOOTSTRAP, logs.size), replace=True), axis=1)
