@@ -86,8 +86,9 @@ def trusted_times(calls: list[CallResult], gaps: np.ndarray, threads: int,
     a trial (``per_trial`` consecutive calls) where one call's gap is beyond what the
     calibration's scatter allows one call: that trial is timed by ours. Otherwise ours time
     every call (each call's time is at least its round trip less the calibration's median gap,
-    and never under ``OUR_RESOLUTION_S``), so a clock that reads short gains at most the margin. ``switch_s``: what our calibration
-    kernel's calls right after another runner's read over its others; one call may read it too.
+    and never under ``OUR_RESOLUTION_S``), so a clock that reads short gains at most the margin.
+    ``switch_s``: what our calibration kernel's calls right after another runner's read over its
+    others; one call may read it too.
 
     ``short_clock_is_cheat`` (a GPU, where work can run on streams the candidate's clock does not
     see): a clock that reads under a quarter of ours is a cheat, unless the runner's CPU time,
