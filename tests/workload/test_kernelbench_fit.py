@@ -102,3 +102,48 @@ def test_a_model_slow_at_every_size_keeps_its_smallest_as_quick():
     module.get_init_inputs = lambda: []
     quick, note = quick_axes(module, {"N": 65536}, ["N"], {"in:0": ["N"], "out:0": ["N"]})
     assert quick == {"N": 16} and "ms on 1 CPU thread" in note
+
+
+def test_a_slow_first_call_does_not_make_the_smallest_size_quick():
+    """torch's first forward in a process took 333 ms at batch 1 x 1 x 1 on a quiet machine: the
+    smallest size was kept as quick, and a workload of one-element calls was written."""
+    import time
+    from types import ModuleType
+
+    import torch
+
+    from klineage.workload.kernelbench._sizes import QUICK_SECONDS, quick_axes
+
+    module = ModuleType("warming_problem")
+    calls = []
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            calls.append(x.numel())
+            if len(calls) == 1:
+                time.sleep(QUICK_SECONDS * 1.3)  # a first call's warm-up
+            return x * 2
+
+    module.Model, module.N = Model, 65536
+    module.get_inputs = lambda: [torch.randn(module.N)]
+    module.get_init_inputs = lambda: []
+    quick, _ = quick_axes(module, {"N": 65536}, ["N"], {"in:0": ["N"], "out:0": ["N"]})
+    assert quick["N"] > 16
+
+
+def test_a_bias_behind_a_relu_is_found_used_at_one_element():
+    """At batch 1, in 1, out 1 the Linear's one output sat below zero before and after the bias
+    was bumped, so the bias was called unused and left out of the workload; the kernel read an
+    input that was not there (SIGSEGV, CI and here, 2026-12-05)."""
+    import torch
+
+    from conftest import REPO
+    from klineage.workload.kernelbench._probe import _used_weights
+    from klineage.workload.kernelbench._runs import load
+
+    module = load(REPO / "examples" / "kernelbench" / "problems" / "1_linear_relu.py")
+    values = {"batch_size": 1, "in_features": 1, "out_features": 1}
+    for seed in range(4):
+        torch.manual_seed(seed)
+        used = _used_weights(module, values, {"proj.weight": "proj_weight", "proj.bias": "proj_bias"})
+        assert used == ["proj.weight", "proj.bias"], seed

@@ -184,28 +184,45 @@ def _check_axes_readable(axes: list[str], names: dict, shapes: dict[str, list], 
 
 
 def _used_weights(module: ModuleType, values: dict[str, int], weights: dict[str, str]) -> list[str]:
-    """The state-dict entries the forward reads: changing one must change an output. Refuses a
-    forward that is random (two seeds, two answers)."""
+    """The state-dict entries the forward reads: changing one must change an output, on one of
+    ``_USE_DRAWS`` input draws, bumped up or down. One draw and one bump up missed a Linear's
+    bias behind a ReLU at one output element (below zero before and after), and the workload
+    left out an input its kernel reads. Refuses a forward that is random (two seeds, two
+    answers)."""
     run = build(module, values)
     first = forward(run)
     torch.manual_seed(12345)
-    again = forward(run)
-    if any(not torch.equal(a, b) for a, b in zip(first, again, strict=True)):
+    if any(not torch.equal(a, b) for a, b in zip(first, forward(run), strict=True)):
         raise ProblemError("forward gives different outputs on the same inputs (dropout or random "
                            "ops?): no reference can check a kernel against it")
-    used = []
+    runs = [run, *(build(module, values, seed=seed) for seed in range(1, _USE_DRAWS))]
+    return [key for key in weights if any(_reads(draw, key) for draw in runs)]
+
+
+_USE_DRAWS = 3
+
+
+def _reads(run: Any, key: str) -> bool:
+    """Whether bumping state-dict entry ``key`` up or down changes an output of ``run``."""
     state = {k: v.clone() for k, v in run.model.state_dict().items()}
-    for key in weights:
-        changed = dict(state)
-        tensor = state[key]
-        bump = torch.randn(tensor.shape) + 0.5 if tensor.is_floating_point() else 1
-        changed[key] = tensor + bump if tensor.dtype != torch.bool else ~tensor
-        run.model.load_state_dict(changed)
-        outputs = forward(run)
+    before = forward(run)
+    tensor = state[key]
+    if tensor.dtype == torch.bool:
+        bumps = [~tensor]
+    elif tensor.is_floating_point():
+        scale = 1 + float(tensor.abs().max()) if tensor.numel() else 1.0
+        size = (torch.randn(tensor.shape).abs() + 0.5) * scale
+        bumps = [tensor + size, tensor - size]
+    else:
+        bumps = [tensor + 1, tensor - 1]
+    try:
+        for bumped in bumps:
+            run.model.load_state_dict({**state, key: bumped})
+            if any(not torch.equal(a, b) for a, b in zip(before, forward(run), strict=True)):
+                return True
+        return False
+    finally:
         run.model.load_state_dict(state)
-        if any(not torch.equal(a, b) for a, b in zip(first, outputs, strict=True)):
-            used.append(key)
-    return used
 
 
 def _params(module: ModuleType, base: dict, varied: dict[str, list[dict]], names: dict) -> list[dict]:
