@@ -28,6 +28,7 @@ from pydantic import Field
 from klineage.bench import bench, resume_bench
 from klineage.errors import ConfigError, RunStopped
 from klineage.gate import GateOptions, free_threads, others_load
+from klineage.gate.session import PATIENCE_S
 from klineage.mine import MineOptions, mine
 from klineage.optimize import OptimizeOptions, optimize
 from klineage.optimize.memory import build_memory, mine_spent
@@ -48,9 +49,6 @@ DEMO_STEPS = len(MINED) + 4
 # Full checks; a shorter timing schedule than the CLI default (trials=5, compare 2 s).
 GATE = GateOptions(trials=3, compare_s=0.5)
 ADMISSION_TRIALS = 3
-PATIENCE_S = 600.0
-"""How long a timing the load made unmeasurable waits for a quieter machine before the demo
-stops (resumable, exit status 75)."""
 
 SayFn = Callable[[str], None]
 StepFn = Callable[[str], None]
@@ -99,12 +97,12 @@ class DemoResult:
 
 def run_demo(examples: Path | None = None, runs_root: Path = Path("runs"),
              say: SayFn | None = None, step: StepFn | None = None,
-             backend: str | None = None, patience_s: float = PATIENCE_S,
+             backend: str | None = None, patience_s: float | None = None,
              resume: Path | None = None) -> DemoResult:
     """Run the demo, or continue the stopped one at ``resume``; ``say`` gets progress lines,
     ``step`` is called as each stage starts. ``backend``: every gate on this backend (``null``:
     the whole demo without a compiler). ``patience_s``: how long a timing the load made
-    unmeasurable waits for a quieter machine before the demo stops."""
+    unmeasurable waits for a quieter machine before the demo stops (default ``PATIENCE_S``)."""
     say, step = say or (lambda _: None), step or (lambda _: None)
     started = time.monotonic()
     if resume is not None:
@@ -119,7 +117,8 @@ def run_demo(examples: Path | None = None, runs_root: Path = Path("runs"),
                               f"source checkout, or pass --examples)")
         threads = None if backend == "null" else _timing_threads(say)
         run = Run.create(runs_root, DemoMeta(name="cpu", sizing="quick", examples=str(folder),
-                                             backend=backend, threads=threads, patience_s=patience_s,
+                                             backend=backend, threads=threads,
+                                             patience_s=PATIENCE_S if patience_s is None else patience_s,
                                              budget=Budget.parse(BUDGET)))
     with run.stoppable(f"klineage demo --resume {run.path}"):
         try:

@@ -189,3 +189,26 @@ def test_a_patient_run_waits_for_the_load_to_pass_and_times_again(tmp_path, quic
     assert any(line.startswith("waiting: waiting for a quieter machine") for line in said), said
     assert report.verdict is Verdict.ACCEPTED, report.reason
     assert meter.spent.gate_runs == 1
+
+
+def test_patience_times_again_once_the_machine_is_quiet_and_gives_up_when_it_is_not():
+    from klineage.gate.session import patiently
+
+    tries, said = [], []
+
+    def again() -> str:
+        tries.append(1)
+        return "measured"
+
+    def unmeasurable(result: str) -> bool:
+        return result == "unmeasurable"
+
+    everything = float(os.cpu_count() or 2)  # others can never use more: the machine counts as quiet
+    assert patiently(again, "unmeasurable", unmeasurable, everything, 0.0, said.append) == "unmeasurable"
+    assert patiently(again, "measured", unmeasurable, everything, 60.0, said.append) == "measured"
+    assert tries == [] and said == []
+    assert patiently(again, "unmeasurable", unmeasurable, everything, 60.0, said.append) == "measured"
+    assert tries == [1]
+    # a limit no load is under: it says what it waits for and gives up when patience runs out
+    assert patiently(again, "unmeasurable", unmeasurable, -1.0, 4.5, said.append) == "unmeasurable"
+    assert tries == [1] and said and all(line.startswith("waiting for a quieter machine") for line in said)

@@ -16,10 +16,12 @@ from klineage.errors import ConfigError, KlineageError, MachineLoadedError, RunS
 
 if TYPE_CHECKING:
     from klineage.executors import Executor
+    from klineage.gate import GateOptions
     from klineage.workload import Workload
 
-__all__ = ["BackendOpt", "ExecutorOpt", "JsonOpt", "PlainProgress", "QuickOpt", "RunsOpt", "ThreadsOpt",
-           "console", "err_console", "executing", "exit_status", "new_app", "parse_memory", "user_errors",
+__all__ = ["BackendOpt", "ExecutorOpt", "JsonOpt", "PatienceOpt", "PlainProgress", "QuickOpt", "RunsOpt",
+           "ThreadsOpt", "console", "err_console", "executing", "exit_status", "new_app", "parse_memory",
+           "run_gate_options", "user_errors",
            "workload_at"]
 
 console = Console()
@@ -33,6 +35,23 @@ ThreadsOpt = Annotated[int | None, typer.Option(min=1, help="CPU threads to time
 BackendOpt = Annotated[str | None, typer.Option(
     help="Build and run every kernel with this backend instead of its language's (null: no "
          "compiler, a modeled time per feature; for trying the pipeline, proves nothing).")]
+
+PatienceOpt = Annotated[float | None, typer.Option(
+    min=0, metavar="SECONDS", show_default=False,
+    help="How long a timing the machine's load made unmeasurable waits for a quieter moment and "
+         "is timed again (not charged) before the run stops, resumable, with exit status 75. "
+         "Default: 600; 0 stops at once.")]
+
+
+def run_gate_options(threads: int | None, backend: str | None, patience: float | None) -> GateOptions:
+    """The gate options of a long run (mine, optimize, bench, memory): 5 trials, 2 s of pairs,
+    ``PATIENCE_S`` of patience unless ``patience`` says otherwise."""
+    from klineage.gate import GateOptions
+    from klineage.gate.session import PATIENCE_S
+
+    return GateOptions(threads=threads, trials=5, compare_s=2.0, backend=backend,
+                       patience_s=PATIENCE_S if patience is None else patience)
+
 
 ExecutorOpt = Annotated[str, typer.Option(
     "--executor", metavar="local|ray[:ADDRESS]",

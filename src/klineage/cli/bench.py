@@ -15,11 +15,13 @@ from klineage.cli._common import (
     BackendOpt,
     ExecutorOpt,
     JsonOpt,
+    PatienceOpt,
     QuickOpt,
     RunsOpt,
     ThreadsOpt,
     console,
     executing,
+    run_gate_options,
     user_errors,
 )
 from klineage.cli.memory import MemoryOpt
@@ -52,6 +54,7 @@ def bench_command(
     threads: ThreadsOpt = None,
     backend: BackendOpt = None,
     quick: QuickOpt = False,
+    patience: PatienceOpt = None,
     resume: Annotated[Path | None, typer.Option(
         help="Continue this stopped bench (its suite, methods, repeats, seed and library).")] = None,
     executor: ExecutorOpt = "local",
@@ -59,7 +62,6 @@ def bench_command(
 ) -> None:
     """Compare methods on the same workloads, gate and budget; print geomeans and failures."""
     from klineage.bench import bench, resume_bench
-    from klineage.gate import GateOptions
     from klineage.optimize import OptimizeOptions
     from klineage.skills.library import Library
 
@@ -68,7 +70,7 @@ def bench_command(
             raise ConfigError("bench: give a SUITE, or --resume RUN to continue a stopped bench")
         lib = Library.open(library) if library is not None else None
         with console.status("", spinner="dots") as status, executing(executor):
-            gate = GateOptions(threads=threads, trials=5, compare_s=2.0, backend=backend)
+            gate = run_gate_options(threads, backend, patience)
             settings = brain_settings(brain, budget if budget or resume else "gate_runs=6", config,
                                       record, replay, resume)
             options = OptimizeOptions(**settings, gate=gate, memory=memory)

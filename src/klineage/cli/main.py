@@ -19,6 +19,7 @@ from klineage.cli._common import (
     BackendOpt,
     ExecutorOpt,
     JsonOpt,
+    PatienceOpt,
     PlainProgress,
     QuickOpt,
     RunsOpt,
@@ -29,6 +30,7 @@ from klineage.cli._common import (
     exit_status,
     new_app,
     parse_memory,
+    run_gate_options,
     user_errors,
     workload_at,
 )
@@ -71,13 +73,18 @@ def gate(
         help="Fix the secret seed (only to reproduce a failure).")] = None,
     quick: QuickOpt = False,
     backend: BackendOpt = None,
+    patience: Annotated[float, typer.Option(
+        min=0, metavar="SECONDS",
+        help="How long a verdict the machine's load made 'unmeasurable' waits for a quieter "
+             "moment and is gated again (0: the verdict stands).")] = 0.0,
     executor: ExecutorOpt = "local",
     as_json: JsonOpt = False,
 ) -> None:
     """Run the gate on one kernel (or all of a workload's variants, side by side on the
     executor's timing slots)."""
-    from klineage.gate import GateOptions, Limits
-    from klineage.gate.session import GateTask, device_of, run_task
+    from klineage.gate import GateOptions, Limits, Verdict
+    from klineage.gate._noise import quiet_limit
+    from klineage.gate.session import GateTask, device_of, patiently, run_task
     from klineage.workload import load_kernel
 
     loaded = workload_at(workload, quick)
@@ -101,6 +108,18 @@ def gate(
                           against=baseline, progress=shown(spec.name)) for spec in kernels]
         status.update(f"gating {len(tasks)} kernel(s) on {where.name}")
         finished = dict(where.map(run_task, tasks, device))
+
+        def unmeasurable(done: dict) -> bool:
+            return any(report.verdict is Verdict.UNMEASURABLE for report in done.values())
+
+        def again() -> dict:
+            retried = [i for i, report in finished.items() if report.verdict is Verdict.UNMEASURABLE]
+            redone = dict(where.map(run_task, [tasks[i] for i in retried], device))
+            finished.update({retried[i]: report for i, report in redone.items()})
+            return finished
+
+        limit = quiet_limit(threads or tasks[0].backend.default_threads(kernels[0]))
+        patiently(again, finished, unmeasurable, limit, patience, lambda line: status.update(line))
     reports = [finished[index] for index in range(len(tasks))]
     if as_json:
         payload = [r.model_dump(mode="json") for r in reports]
@@ -162,12 +181,12 @@ def mine(
     replay: ReplayOpt = None,
     quick: QuickOpt = False,
     backend: BackendOpt = None,
+    patience: PatienceOpt = None,
     executor: ExecutorOpt = "local",
     as_json: JsonOpt = False,
 ) -> None:
     """Backward walk → lineage → re-derivation → skill cards → admission → library."""
     from klineage.cli._render import mine_table
-    from klineage.gate import GateOptions
     from klineage.lineage import WalkLimits
     from klineage.mine import MineOptions
     from klineage.mine import mine as run_mine
@@ -178,7 +197,7 @@ def mine(
         settings_ = brain_settings(brain, budget, config, record, replay, resume)
         options = MineOptions(
             **settings_, limits=WalkLimits(max_steps=max_steps, max_rejections=max_rejections),
-            gate=GateOptions(threads=threads, trials=5, compare_s=2.0, backend=backend),
+            gate=run_gate_options(threads, backend, patience),
             admit_on=tuple(Path(p) for p in admit_on.split(",") if p) if admit_on is not None else None)
         with console.status("", spinner="dots") as status, executing(executor):
             kernel = load_kernel(loaded, expert) if resume is None else None  # the run has its own
@@ -214,9 +233,7 @@ def demo(
         help="Folder of CPU example workloads (default: the checkout's examples/workloads/cpu).")] = None,
     runs: Annotated[Path, typer.Option(help="Where the demo's run folder goes.")] = Path("runs"),
     backend: BackendOpt = None,
-    patience: Annotated[float, typer.Option(
-        help="Seconds a timing the machine's load made unmeasurable waits for a quieter moment "
-             "before the demo stops (resumable, exit status 75).")] = 600.0,
+    patience: PatienceOpt = None,
     resume: Annotated[Path | None, typer.Option(
         help="Continue this stopped demo run (its examples, backend and threads are its own).")] = None,
     as_json: JsonOpt = False,

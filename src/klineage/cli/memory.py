@@ -13,7 +13,17 @@ import typer
 from rich.markup import escape
 
 from klineage.cli._brains import BrainOpt, ConfigOpt, RecordOpt, ReplayOpt, brain_settings
-from klineage.cli._common import BackendOpt, JsonOpt, RunsOpt, ThreadsOpt, console, new_app, user_errors
+from klineage.cli._common import (
+    BackendOpt,
+    JsonOpt,
+    PatienceOpt,
+    RunsOpt,
+    ThreadsOpt,
+    console,
+    new_app,
+    run_gate_options,
+    user_errors,
+)
 
 __all__ = ["memory_app"]
 
@@ -38,19 +48,18 @@ def build_command(
     runs: RunsOpt = Path("runs"),
     threads: ThreadsOpt = None,
     backend: BackendOpt = None,
+    patience: PatienceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Optimize each training workload's naive kernel with no cards (method none), with the
     budget its mine run spent, and keep every candidate's outcome as free-text memory."""
-    from klineage.gate import GateOptions
     from klineage.optimize import OptimizeOptions
     from klineage.optimize.memory import build_memory, mine_spent
 
     with user_errors():
         training = [mine_spent(path) for path in like]
         options = OptimizeOptions(**brain_settings(brain, None, config, record, replay),
-                                  gate=GateOptions(threads=threads, trials=5, compare_s=2.0,
-                                                   backend=backend))
+                                  gate=run_gate_options(threads, backend, patience))
         with console.status("", spinner="dots") as status:
             store = build_memory(training, options, runs, out, start=start,
                                  say=None if as_json else (lambda line: status.update(escape(line))))

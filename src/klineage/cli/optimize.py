@@ -15,11 +15,13 @@ from klineage.cli._common import (
     BackendOpt,
     ExecutorOpt,
     JsonOpt,
+    PatienceOpt,
     QuickOpt,
     RunsOpt,
     ThreadsOpt,
     console,
     executing,
+    run_gate_options,
     user_errors,
     workload_at,
 )
@@ -53,11 +55,11 @@ def optimize_command(
     threads: ThreadsOpt = None,
     backend: BackendOpt = None,
     quick: QuickOpt = False,
+    patience: PatienceOpt = None,
     executor: ExecutorOpt = "local",
     as_json: JsonOpt = False,
 ) -> None:
     """Apply skills (or a baseline) under the gate within a budget; print the best kernel."""
-    from klineage.gate import GateOptions
     from klineage.optimize import METHODS, OptimizeOptions, optimize
     from klineage.skills.library import Library
     from klineage.workload import load_kernel
@@ -71,7 +73,7 @@ def optimize_command(
         lib = Library.open(library) if library is not None else None
         options = OptimizeOptions(**brain_settings(brain, budget, config, record, replay, resume),
                                   method=method, seed=seed, sol_target=sol_target, memory=memory,
-                                  gate=GateOptions(threads=threads, trials=5, compare_s=2.0, backend=backend))
+                                  gate=run_gate_options(threads, backend, patience))
         with console.status("", spinner="dots") as status, executing(executor):
             kernel = load_kernel(loaded, start) if resume is None else None  # the run has its own
             result = optimize(loaded, kernel, lib, options, runs_root=runs,

@@ -33,9 +33,25 @@ from klineage.gate.runner import GateOptions, compare_kernels, describe_comparis
 from klineage.runs import Meter, RunDir
 from klineage.workload import KernelSpec, KernelState, Workload
 
-__all__ = ["GateSession", "GateTask", "device_of", "gate_ahead", "run_task"]
+__all__ = ["PATIENCE_S", "GateSession", "GateTask", "device_of", "gate_ahead", "patiently", "run_task"]
 
 ProgressFn = Callable[[str, str], None]
+
+PATIENCE_S = 600.0
+"""The long runs' default patience (demo, mine, optimize, bench, memory): how long a timing the
+load made unmeasurable waits for a quieter machine before the run stops (resumable, exit 75).
+Ten minutes outlasts a neighbour's build or test run; a run left overnight on a shared machine
+still stops rather than spin."""
+
+
+def patiently(again: Callable[[], Any], result: Any, unmeasurable: Callable[[Any], bool],
+              limit: float, patience_s: float, say: Callable[[str], None]) -> Any:
+    """``result``, or while it is ``unmeasurable`` and ``patience_s`` lasts, ``again()`` once
+    others use at most ``limit`` cores (``wait_until_quiet``)."""
+    deadline = time.monotonic() + patience_s
+    while unmeasurable(result) and wait_until_quiet(limit, deadline, say):
+        result = again()
+    return result
 
 
 @dataclass(frozen=True)
@@ -145,15 +161,11 @@ class GateSession:
         return report
 
     def _patiently(self, task: GateTask, result: Any, unmeasurable: Callable[[Any], bool]) -> Any:
-        """``result`` of ``task``, or, while the load makes it unmeasurable and the options'
-        patience lasts, the task's result again once the machine is quieter. Retries are not
-        charged: the load is no method's doing."""
-        deadline = time.monotonic() + self.options.patience_s
+        """``patiently`` for one task of this run. Retries are not charged: the load is no
+        method's doing."""
         limit = quiet_limit(self.options.threads or task.backend.default_threads(task.kernel))
-        while unmeasurable(result) and wait_until_quiet(
-                limit, deadline, lambda line: self.progress("waiting", line)):
-            [(_, result)] = self._jobs([task])
-        return result
+        return patiently(lambda: next(iter(self._jobs([task])))[1], result, unmeasurable, limit,
+                         self.options.patience_s, lambda line: self.progress("waiting", line))
 
     def _charge(self, state: KernelState) -> None:
         if self.meter is not None:
