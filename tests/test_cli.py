@@ -83,8 +83,9 @@ def test_doctor_prints_brackets_as_text():
     assert "pip install 'klineage[cuda]'" in console.export_text()
 
 
-def test_no_help_text_is_cut_off_at_80_columns():
-    # rich cuts a word longer than its column with an ellipsis ("gate_runs=8,usd=2,wal…").
+def test_no_help_text_is_cut_off_at_80_columns_and_flags_show_no_type():
+    # rich cuts a word longer than its column with an ellipsis ("gate_runs=8,usd=2,wal…"); typer
+    # 0.29 showed "--json <bool>", as if the flag took a value.
     from typer.testing import CliRunner
 
     from klineage.cli import app
@@ -96,6 +97,7 @@ def test_no_help_text_is_cut_off_at_80_columns():
         result = runner.invoke(app, [*command, "--help"])
         assert result.exit_code == 0, result.output
         assert "…" not in result.output, f"klineage {' '.join(command)} --help:\n{result.output}"
+        assert "<bool>" not in result.output and "--json " in result.output, result.output
 
 
 def test_a_folder_that_cannot_be_written_is_one_line_exit_2(tmp_path):

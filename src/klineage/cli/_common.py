@@ -68,9 +68,26 @@ def executing(text: str) -> Iterator[Executor]:
         yield executor
 
 
+def _flags_take_no_value() -> None:
+    """typer 0.29's rich help shows a type beside every option, ``<bool>`` beside flags (``--json
+    <bool>``), which reads as if the flag took a value; a flag's row shows none."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "klineage_flags", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: typer.Context) -> str | None:
+        return None if self.is_flag and not self.count else shown(self, ctx)
+
+    display_type_rich.klineage_flags = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
 def new_app(name: str, help: str, completion: bool = False) -> typer.Typer:
     """A typer app that shows help when called bare and never prints tracebacks with locals;
     ``completion``: the root's ``--install-completion`` / ``--show-completion`` (bash, zsh, fish)."""
+    _flags_take_no_value()
     return typer.Typer(name=name, help=help, no_args_is_help=True, pretty_exceptions_enable=False,
                        add_completion=completion)
 
