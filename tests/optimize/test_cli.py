@@ -29,6 +29,26 @@ def test_explain_prints_chosen_and_skipped(library, tmp_path):
     assert "speed of light" in result.output and "best kernel" in result.output
 
 
+def test_explain_comes_before_the_first_candidate(library, tmp_path):
+    """--explain printed why cards were picked only after the whole run."""
+    from klineage.optimize import OptimizeOptions, optimize
+    from klineage.runs import Budget
+    from klineage.workload import load_kernel, load_workload
+
+    dot = load_workload(FIXTURES / "dot")
+    runs, seen = tmp_path / "runs", []
+
+    def explain(method: str, rows: list) -> None:
+        [events] = runs.glob("*/events.jsonl")
+        seen.append((method, len(rows), events.read_text().count('"candidate_gated"')))
+
+    result = optimize(dot, load_kernel(dot, "naive"), library,
+                      OptimizeOptions(sol_target=100, budget=Budget.parse("gate_runs=3")),
+                      runs_root=runs, explain=explain)
+    assert seen == [("klineage", 3, 0)]
+    assert result.record["steps"], "the run gated no candidate: nothing came after the explanation"
+
+
 def test_json_and_user_errors(tmp_path):
     runner = CliRunner()
     missing = runner.invoke(app, ["optimize", str(FIXTURES / "dot"), "--runs", str(tmp_path)])

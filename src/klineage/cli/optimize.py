@@ -49,7 +49,8 @@ def optimize_command(
     seed: Annotated[int, typer.Option(help="Seed of the baselines' random order.")] = 0,
     sol_target: Annotated[float, typer.Option(
         min=0, help="Stop once the best kernel reaches this share of speed of light.")] = 0.9,
-    explain: Annotated[bool, typer.Option(help="Show why each skill was chosen or skipped.")] = False,
+    explain: Annotated[bool, typer.Option(
+        help="Show why each skill was chosen or skipped, before the first candidate.")] = False,
     resume: Annotated[Path | None, typer.Option(help="Continue this interrupted run.")] = None,
     runs: RunsOpt = Path("runs"),
     threads: ThreadsOpt = None,
@@ -78,13 +79,12 @@ def optimize_command(
             kernel = load_kernel(loaded, start) if resume is None else None  # the run has its own
             result = optimize(loaded, kernel, lib, options, runs_root=runs,
                               say=None if as_json else (lambda line: status.update(escape(line))),
-                              resume=resume)
+                              resume=resume, explain=(lambda used, rows: console.print(
+                                  retrieval_table(rows, used))) if explain and not as_json else None)
     record = result.record
     if as_json:
         print(json.dumps(record, indent=2))
     else:
-        if explain:
-            console.print(retrieval_table(record["retrieval"], method))
         console.print(optimize_table(record, str(result.run.path)))
     if record["status"] != "ok":
         raise typer.Exit(1)

@@ -51,6 +51,7 @@ __all__ = ["CandidateGated", "OptimizeFinished", "OptimizeMeta", "OptimizeOption
            "StartGated", "default_inputs", "optimize"]
 
 SayFn = Callable[[str], None]
+ExplainFn = Callable[[str, list[dict[str, Any]]], None]
 RESULT_FILE = "optimize.json"
 DEFAULT_BUDGET = Budget(gate_runs=8)
 MAX_IDLE = 3
@@ -169,10 +170,11 @@ class OptimizeOptions:
 def optimize(workload: Workload, start: KernelSpec | None, library: Library | None,
              options: OptimizeOptions | None = None, runs_root: Path = Path("runs"),
              say: SayFn | None = None, resume: Path | None = None,
-             inputs: MethodInputs | None = None) -> OptimizeResult:
+             inputs: MethodInputs | None = None, explain: ExplainFn | None = None) -> OptimizeResult:
     """Run (or resume) one optimization; returns the record written to ``optimize.json``.
     A resumed run keeps its method, seed, speed-of-light target and (unless ``library`` is
-    given, which must then be the same) its library."""
+    given, which must then be the same) its library. ``explain`` gets the method and the
+    retrieval on the start kernel (``Choice.to_json`` rows) before the first candidate."""
     options = options or OptimizeOptions()
     say = say or (lambda _: None)
     resumed = check_resume(resume, OptimizeMeta, workload, brain=options.brain,
@@ -209,6 +211,7 @@ def optimize(workload: Workload, start: KernelSpec | None, library: Library | No
             memory=str(options.memory) if options.memory else None), say=say)
         start_state.materialize(run.state_dir(start_state.fingerprint), workload)
     loop = _Loop(run, workload, start_state, library, options, editor, inputs)
+    loop.explain = explain or (lambda _method, _rows: None)
     with run.stoppable(resume_command("optimize", run.path, str(workload.root), workload.quick)):
         return loop.run_to_end()
 
@@ -279,6 +282,7 @@ class _Loop:
             self.curve.append(point)
         choices = (self.method.choices(self.start, start_report)
                    if isinstance(self.method, KlineageMethod) else [])
+        self.explain(self.run.record.method, [c.to_json() for c in choices])
         if not start_report.accepted:
             stop = f"the start kernel failed the gate: {start_report.verdict.value}: {start_report.reason}"
             return self._finish(stop, start_report, choices, failed=True)
