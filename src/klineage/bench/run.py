@@ -301,8 +301,9 @@ def _judge_side_by_side(run: Run, workload: Workload, start_spec: Any, rows: lis
         if note:
             row["reason"] += f" ({note})"
             say(f"{workload.name}, {row['method']}: {note}")
+        best_ms = row["start_ms"] / speedup if row["start_ms"] else None
         row.update(speedup_vs_start=speedup, speedup_vs_expert=speedup * factor if factor else None,
-                   best_ms=row["start_ms"] / speedup if row["start_ms"] else None)
+                   best_ms=best_ms, sol_fraction=sol_at(row["sol_fraction"], row["best_ms"], best_ms))
 
 
 DISAGREEMENT = 2.0
@@ -319,6 +320,17 @@ def disagreement(judged: float | None, run: float | None) -> str | None:
         return None
     return (f"judged {judged:.2f}x side by side but {run:.2f}x in its own run, more than "
             f"{DISAGREEMENT:g}x apart: another process may have shared the machine; re-run this workload")
+
+
+def sol_at(fraction: float | None, measured_ms: float | None, shown_ms: float | None) -> float | None:
+    """A share of speed of light (bound / median), computed at ``measured_ms``, as the share at
+    the time a row shows, ``shown_ms``: the bound is the kernel's, so the share scales with the
+    time. A row's best time is its start time over its judged speedup, not the optimize run's
+    median, and a share printed beside it must be that time's (one softmax row showed 7% beside a
+    time that gave 6%)."""
+    if fraction is None or not measured_ms or not shown_ms:
+        return fraction
+    return fraction * measured_ms / shown_ms
 
 
 def _private_library(run: Run, workload: str, method: str, repeat: int,
@@ -338,13 +350,14 @@ def _row(record: dict[str, Any], optimize_run: str, reference: _Expert) -> dict[
         return {**_failed_row(record["stop_reason"], reference), "optimize_run": optimize_run}
     speedup = record["best_speedup"]
     start_ms = reference.start_ms or record["start_ms"]
+    best_ms = start_ms / speedup if start_ms else None
     factor = reference.start_over_expert
     steps = record["steps"]
     return {
         "status": "ok", "reason": record["stop_reason"], "start_ms": start_ms,
-        "best_ms": start_ms / speedup if start_ms else None, "expert_ms": reference.expert_ms,
+        "best_ms": best_ms, "expert_ms": reference.expert_ms,
         "speedup_vs_start": speedup, "speedup_vs_expert": speedup * factor if factor else None,
-        "sol_fraction": record["sol_fraction"],
+        "sol_fraction": sol_at(record["sol_fraction"], record.get("best_ms"), best_ms),
         "correct_candidates": sum(s["verdict"] in CORRECT for s in steps),
         "failed_candidates": sum(s["verdict"] not in (*CORRECT, *NO_KERNEL) for s in steps),
         "budget_to_90pct": budget_to_fraction(record["curve"]), "curve": record["curve"],

@@ -73,9 +73,9 @@ def _flags_take_no_value() -> None:
     <bool>``), which reads as if the flag took a value; a flag's row shows none."""
     from typer.core import TyperOption
 
-    shown = TyperOption.display_type_rich
-    if getattr(shown, "klineage_flags", False):
-        return
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None or getattr(shown, "klineage_flags", False):
+        return  # an older typer (no types in its help), or done already
 
     def display_type_rich(self: TyperOption, ctx: typer.Context) -> str | None:
         return None if self.is_flag and not self.count else shown(self, ctx)

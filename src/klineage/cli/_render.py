@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from klineage.gate.report import GateReport, Verdict
+from klineage.report._format import lineage_span, share, speedup
 
 __all__ = ["doctor_table", "gate_summary_table", "stage_table", "verdict_style"]
 
@@ -36,7 +37,6 @@ def gate_summary_table(reports: Iterable[GateReport], title: str = "") -> Table:
         table.add_column(column, justify=justify, overflow="fold")
     for r in reports:
         timing, sol = r.timing, r.sol
-        fraction = sol.fraction * 100 if sol and sol.fraction else None
         table.add_row(
             r.kernel,
             f"[{verdict_style(r.verdict)}]{r.verdict.value}[/]",
@@ -44,7 +44,7 @@ def gate_summary_table(reports: Iterable[GateReport], title: str = "") -> Table:
             f"{timing.spread * 100:.1f}%" if timing else "-",
             _num(sol.achieved_gbps if sol else None),
             _num(sol.achieved_gflops if sol else None),
-            _num(fraction) + (f" ({sol.limiter})" if sol and sol.limiter else ""),
+            share(sol.fraction if sol else None) + (f" ({sol.limiter})" if sol and sol.limiter else ""),
             f"{r.gate_seconds:.1f}",
         )
     return table
@@ -93,14 +93,14 @@ def mine_table(summary: dict[str, Any]) -> Table:
     table = Table(title=f"mine {summary['workload']}", show_header=False)
     table.add_column("what", style="bold")
     table.add_column("value", overflow="fold")
-    speedup = summary["lineage_speedup"]
     rows = [
         ("steps accepted / rejected", f"{summary['steps_accepted']} / {summary['steps_rejected']}"),
         ("features removed (in order)", ", ".join(summary["features_removed"]) or "-"),
         ("stopped because", summary["stop_reason"]),
         ("naive reached", "yes" if summary["naive_reached"] else
          f"no (left: {', '.join(summary['remaining_features'])})"),
-        ("naive → expert speedup (paired)", f"{speedup:.2f}x" if speedup else "-"),
+        (f"{lineage_span(summary['naive_reached'])} speedup (paired, end to end)",
+         speedup(summary["lineage_speedup"])),
         ("cards lifted / admitted", f"{summary['cards_lifted']} / {summary['cards_admitted']}"),
         ("run", summary["run"]),
         ("library", summary["library"] or "-"),
@@ -113,7 +113,7 @@ def mine_table(summary: dict[str, Any]) -> Table:
     if summary.get("budget_reached"):
         rows.append(("budget", summary["budget_reached"]))
     for card in summary["cards"]:
-        effect = f"{card['effect']:.2f}x" if card["effect"] else "-"
+        effect = speedup(card["effect"])
         rows.append((f"card {card['id'][:10]}", f"{card['name']} ({card['feature']}, {effect}, "
                                                  f"{'admitted' if card['admitted'] else 'not admitted'})"))
     rows += [("note", escape(note)) for note in summary["notes"]]
@@ -128,12 +128,13 @@ def demo_table(result: Any) -> Table:
     for column in ("stage", "workload", "result"):
         table.add_column(column)
     for mined in result.mined:
-        speedup = f"{mined['lineage_speedup']:.2f}x naive→expert" if mined["lineage_speedup"] else "-"
+        span = f"{speedup(mined['lineage_speedup'])} {lineage_span(mined['naive_reached'])}"
         table.add_row("mine", mined["workload"],
                       f"{mined['steps_accepted']} steps accepted / {mined['steps_rejected']} refused, "
-                      f"{speedup}; {mined['cards_lifted']} cards, {mined['cards_admitted']} admitted")
+                      f"{span}; {mined['cards_lifted']} cards, {mined['cards_admitted']} admitted")
     best = result.optimized.get("best_speedup")
-    kept = f"{best:.2f}x over the start" if best else "no faster kernel kept"
+    kept = f"{speedup(best)} over the start (its run's final paired comparison)" if best else \
+        "no faster kernel kept"
     table.add_row("optimize", f"{result.target}/naive",
                   f"{kept} ({escape(result.optimized.get('stop_reason', ''))})")
     kernels = result.benched.get("best_states", {})
@@ -142,8 +143,8 @@ def demo_table(result: Any) -> Table:
         twin = next((m for m, state in kernels.items() if m != method and state
                      and state == kernels.get(method)), None)
         table.add_row(f"bench: {method}", result.target,
-                      f"{row['geomean_speedup_vs_start']:.2f}x vs start, "
-                      f"{_num(row.get('geomean_speedup_vs_expert'), '.2f')}x vs expert"
+                      f"{speedup(row['geomean_speedup_vs_start'])} vs start, "
+                      f"{speedup(row.get('geomean_speedup_vs_expert'))} vs expert (judged side by side)"
                       + (f", failures: {len(row['failures'])}" if row.get("failures") else "")
                       + (f"; the same kernel as {twin}" if twin else ""))
     return table

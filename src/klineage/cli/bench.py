@@ -26,6 +26,7 @@ from klineage.cli._common import (
 )
 from klineage.cli.memory import MemoryOpt
 from klineage.errors import ConfigError
+from klineage.report._format import share, speedup
 
 __all__ = ["bench_command", "bench_tables"]
 
@@ -90,30 +91,26 @@ def bench_command(
     console.print(f"bench.json: {result.run.path / 'bench.json'}")
 
 
-def _x(value: float | None) -> str:
-    return f"{value:.2f}x" if value else "-"
-
-
 def bench_tables(record: dict[str, Any]) -> list[Table]:
-    """The per-run table and the per-method summary."""
+    """The per-run table and the per-method summary, each number written as the report writes
+    it: "vs start" is the row's judged side-by-side speedup (``BenchRow.speedup_vs_start``)."""
     runs = Table(title=f"bench {record['suite']} (budget {record['budget']}, {record['machine']})")
     for column in ("workload", "method", "rep", "status", "vs start", "vs expert", "SOL",
                    "correct/failed", "to 90% (gate runs)", "best kernel"):
         runs.add_column(column, overflow="fold")
     for r in record["results"]:
         to90 = r["budget_to_90pct"]["gate_runs"] if r["budget_to_90pct"] else "-"
-        sol = f"{r['sol_fraction']:.0%}" if r["sol_fraction"] is not None else "-"
         status = "ok" if r["status"] == "ok" else "[red]failed[/]"
-        runs.add_row(r["workload"], r["method"], str(r["repeat"]), status, _x(r["speedup_vs_start"]),
-                     _x(r["speedup_vs_expert"]), sol,
+        runs.add_row(r["workload"], r["method"], str(r["repeat"]), status, speedup(r["speedup_vs_start"]),
+                     speedup(r["speedup_vs_expert"]), share(r["sol_fraction"]),
                      f"{r['correct_candidates']}/{r['failed_candidates']}", str(to90),
                      (r.get("best_state") or "-")[:10])
-    summary = Table(title="summary (a failed run counts as the start kernel, 1.0x)")
+    summary = Table(title=f"summary (a failed run counts as the start kernel, {speedup(1.0)})")
     for column in ("method", "geomean vs start", "geomean vs expert", "mean SOL", "failures"):
         summary.add_column(column, overflow="fold")
     for s in record["summary"]:
-        sol = f"{s['mean_sol_fraction']:.0%}" if s["mean_sol_fraction"] is not None else "-"
         failures = "; ".join(f"{f['workload']}#{f['repeat']}: {f['reason']}" for f in s["failures"])
-        summary.add_row(s["method"], _x(s["geomean_speedup_vs_start"]),
-                        _x(s["geomean_speedup_vs_expert"]), sol, escape(failures) or "-")
+        summary.add_row(s["method"], speedup(s["geomean_speedup_vs_start"]),
+                        speedup(s["geomean_speedup_vs_expert"]), share(s["mean_sol_fraction"]),
+                        escape(failures) or "-")
     return [runs, summary]

@@ -28,6 +28,7 @@ from klineage.cli._common import (
 from klineage.cli.memory import MemoryOpt
 from klineage.errors import ConfigError
 from klineage.optimize.loop import DEFAULT_BUDGET
+from klineage.report._format import ms, ratio, share, speedup
 
 __all__ = ["optimize_command", "retrieval_table"]
 
@@ -106,17 +107,18 @@ def retrieval_table(rows: list[dict[str, Any]], method: str = "klineage") -> Tab
 
 
 def optimize_table(record: dict[str, Any], run: str) -> Table:
+    """The candidates, and a caption with the record's numbers as the report prints them: the
+    final paired speedup over the start, and the share of speed of light at the best kernel's
+    own median (the time it was computed from)."""
     table = Table(title=f"optimize {record['workload']} ({record['method']}, {record['brain']} brain)")
     for column in ("step", "feature", "skill", "verdict", "ratio", "kept"):
         table.add_column(column, overflow="fold")
     for step in record["steps"]:
-        ratio = f"{step['ratio']:.3f}" if step["ratio"] else "-"
         table.add_row(str(step["step"]), step["feature"] or "-", (step["skill"] or "-")[:8],
-                      step["verdict"], ratio, "[green]yes[/]" if step["kept"] else "no")
-    speedup, sol = record["best_speedup"], record["sol_fraction"]
+                      step["verdict"], ratio(step["ratio"]), "[green]yes[/]" if step["kept"] else "no")
     table.caption = escape(
-        f"best {record['best_state']}: {f'{speedup:.2f}x' if speedup else '-'} over {record['start']}"
-        f", {f'{sol:.0%}' if sol is not None else '-'} of speed of light "
-        f"({record['sol_limiter'] or '-'}); stopped: {record['stop_reason']}; "
+        f"best {record['best_state']}: {speedup(record['best_speedup'])} over {record['start']} "
+        f"(final paired comparison), {share(record['sol_fraction'])} of speed of light at "
+        f"{ms(record.get('best_ms'))} ({record['sol_limiter'] or '-'}); stopped: {record['stop_reason']}; "
         f"best kernel: {record['best_kernel']}; run: {run}")
     return table

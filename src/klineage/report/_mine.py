@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,14 +22,23 @@ __all__ = ["MineView", "StateView", "StepView", "load_mine"]
 
 @dataclass
 class StateView:
-    """One kernel state of the chain, with the gate's word on it."""
+    """One kernel state of the chain, with the gate's word on it.
+
+    ``ms`` is the state's time in the paired comparison of the step that added it (the first
+    state's, naive's, is the "without" time of the first step), so the chain, its plot and the
+    step tables show one number per comparison; ``timed_in`` says which. A share of speed of light
+    is shown only with the time it was computed from (``sol_ms``, the state's own profiled gate
+    run): next to another timing of the same kernel it would be a different share.
+    """
 
     fingerprint: str
     label: str
     verdict: str | None = None
     reason: str = ""
     ms: float | None = None
+    timed_in: str = ""
     sol_fraction: float | None = None
+    sol_ms: float | None = None
     rejections: list[Rejection] = field(default_factory=list)
     """Proposals that edited this state and were refused."""
 
@@ -106,44 +116,50 @@ def _run_cards(run_path: Path) -> list[SkillCard]:
 
 def _state(run_path: Path, lineage: Lineage, fingerprint: str) -> StateView:
     view = StateView(fingerprint=fingerprint, label=fingerprint[:8])
-    folder = run_path / "states" / fingerprint
-    plain = _gate_report(folder / f"gate-{lineage.workload}.json")
-    profiled = _gate_report(folder / f"gate-{lineage.workload}-profile.json")
+    plain, profiled = _gate_reports(run_path / "states" / fingerprint, lineage.workload)
     report = plain or profiled
     if report is not None:
         view.verdict, view.reason = report.verdict.value, report.reason
     for candidate in (profiled, plain):
-        if candidate is not None and candidate.timing is not None and view.ms is None:
-            view.ms = candidate.timing.median_s * 1e3
-        if candidate is not None and candidate.sol is not None and view.sol_fraction is None:
-            view.sol_fraction = candidate.sol.fraction
-    if view.ms is None:
-        view.ms = _ms_from_steps(lineage, fingerprint)
+        if candidate is not None and candidate.sol is not None and candidate.sol.fraction is not None \
+                and candidate.timing is not None:
+            view.sol_fraction, view.sol_ms = candidate.sol.fraction, candidate.timing.median_s * 1e3
+            break
+    view.ms, view.timed_in = _ms_from_steps(lineage, fingerprint)
     return view
 
 
+def _gate_reports(folder: Path, workload: str) -> tuple[GateReport | None, GateReport | None]:
+    """The state's plain and profiled gate reports on the run's workload (the session names them
+    ``gate-<workload>-<options key>[-profile].json``; older runs wrote no key)."""
+    pattern = re.compile(rf"gate-{re.escape(workload)}(-[0-9a-f]{{12}})?(-profile)?\.json")
+    found: dict[bool, GateReport | None] = {False: None, True: None}
+    for path in sorted(folder.glob(f"gate-{workload}*.json")) if folder.is_dir() else ():
+        match = pattern.fullmatch(path.name)
+        if match is not None and found[bool(match.group(2))] is None:
+            found[bool(match.group(2))] = _gate_report(path)
+    return found[False], found[True]
+
+
 def _gate_report(path: Path) -> GateReport | None:
-    if not path.is_file():
-        return None
     try:
         return GateReport.model_validate_json(path.read_text())
     except ValidationError:
         return None  # a damaged cache entry only costs the report a number
 
 
-def _ms_from_steps(lineage: Lineage, fingerprint: str) -> float | None:
-    """The state's median from the paired comparisons of the steps it took part in."""
-    # The "with" time of the step that adds the state, so the chain matches the step tables;
-    # the naive end has no such step and takes its step's "without" time.
-    for t in lineage.transitions:
+def _ms_from_steps(lineage: Lineage, fingerprint: str) -> tuple[float | None, str]:
+    """The state's median in the paired comparison of the step that added it, and which step."""
+    forward = list(reversed(lineage.transitions))
+    for number, t in enumerate(forward, start=1):
         if t.faster_state == fingerprint and t.faster_ms is not None:
-            return t.faster_ms
-    for t in lineage.transitions:
+            return t.faster_ms, f"timed in step {number}, with {t.feature}"
+    for number, t in enumerate(forward, start=1):
         if t.simpler_state == fingerprint and t.simpler_ms is not None:
-            return t.simpler_ms
-    if fingerprint == lineage.expert:
-        return lineage.expert_ms
-    return lineage.final_ms if lineage.states and fingerprint == lineage.states[-1] else None
+            return t.simpler_ms, f"timed in step {number}, without {t.feature}"
+    if fingerprint == lineage.expert and lineage.expert_ms is not None:
+        return lineage.expert_ms, "timed in the end-to-end comparison"
+    return None, ""
 
 
 def _label(states: list[StateView], lineage: Lineage, forward: list[Transition]) -> None:
