@@ -326,8 +326,8 @@ def sol_at(fraction: float | None, measured_ms: float | None, shown_ms: float | 
     """A share of speed of light (bound / median), computed at ``measured_ms``, as the share at
     the time a row shows, ``shown_ms``: the bound is the kernel's, so the share scales with the
     time. A row's best time is its start time over its judged speedup, not the optimize run's
-    median, and a share printed beside it must be that time's (one softmax row showed 7% beside a
-    time that gave 6%)."""
+    median, and a share printed beside it must be that time's (a demo's rmsnorm row showed 37%
+    beside a best time of 3.096 ms, at which the share was 46%)."""
     if fraction is None or not measured_ms or not shown_ms:
         return fraction
     return fraction * measured_ms / shown_ms
