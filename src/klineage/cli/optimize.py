@@ -116,9 +116,11 @@ def optimize_table(record: dict[str, Any], run: str) -> Table:
     for step in record["steps"]:
         table.add_row(str(step["step"]), step["feature"] or "-", (step["skill"] or "-")[:8],
                       step["verdict"], ratio(step["ratio"]), "[green]yes[/]" if step["kept"] else "no")
+    best_ms = record.get("best_ms")
     table.caption = escape(
         f"best {record['best_state']}: {speedup(record['best_speedup'])} over {record['start']} "
-        f"(final paired comparison), {share(record['sol_fraction'])} of speed of light at "
-        f"{ms(record.get('best_ms'))} ({record['sol_limiter'] or '-'}); stopped: {record['stop_reason']}; "
+        f"(final paired comparison), {share(record['sol_fraction'])} of speed of light"
+        f"{f' at {ms(best_ms)}' if best_ms is not None else ''} ({record['sol_limiter'] or '-'}); "
+        f"stopped: {record['stop_reason']}; "
         f"best kernel: {record['best_kernel']}; run: {run}")
     return table
