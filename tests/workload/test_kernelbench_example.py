@@ -44,4 +44,4 @@ def test_the_kernelbench_example_imports_and_its_kernel_passes_the_gate(tmp_path
     assert "steps accepted / rejected" in mined.output and (tmp_path / "library").is_dir()
     optimized = runner.invoke(app, commands[3])
     assert optimized.exit_code == 0, optimized.output
-    assert "best kernel" in optimized.output
+    assert "best kernel" in " ".join(optimized.output.split())  # the caption wraps at the table's width
