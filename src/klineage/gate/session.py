@@ -164,7 +164,7 @@ class GateSession:
         """``patiently`` for one task of this run. Retries are not charged: the load is no
         method's doing."""
         limit = quiet_limit(self.options.threads or task.backend.default_threads(task.kernel))
-        return patiently(lambda: next(iter(self._jobs([task])))[1], result, unmeasurable, limit,
+        return patiently(lambda: dict(self._jobs([task]))[0], result, unmeasurable, limit,
                          self.options.patience_s, lambda line: self.progress("waiting", line))
 
     def _charge(self, state: KernelState) -> None:
