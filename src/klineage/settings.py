@@ -35,9 +35,12 @@ def nvcc() -> str:
     """The CUDA compiler (``NVCC``, else nvcc on PATH, else CUDA_HOME/bin/nvcc)."""
     if os.environ.get("NVCC"):
         return os.environ["NVCC"]
-    cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
     found = shutil.which("nvcc")
-    return found or str(Path(cuda_home) / "bin" / "nvcc")
+    return found or str(Path(_cuda_home()) / "bin" / "nvcc")
+
+
+def _cuda_home() -> str:
+    return os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
 
 
 def _first_on_path(*names: str) -> str:
@@ -78,6 +81,29 @@ def _cuda_tool(name: str, variable: str) -> str | None:
             candidate = Path(root) / relative
             if candidate.is_file():
                 return str(candidate)
+    return None
+
+
+def cupti() -> tuple[Path, Path] | None:
+    """CUPTI's header folder and shared library (``CUPTI_HOME``, else beside nvcc's toolkit, else
+    the nvidia-cuda-cupti wheel): the CUDA runner times every GPU activity with it."""
+    roots = [Path(os.environ["CUPTI_HOME"])] if os.environ.get("CUPTI_HOME") else []
+    for toolkit in dict.fromkeys([Path(nvcc()).resolve().parent.parent, Path(_cuda_home())]):
+        roots += [toolkit, toolkit / "extras" / "CUPTI", *sorted(toolkit.glob("targets/*"))]
+    for package in ("nvidia.cu13", "nvidia.cuda_cupti"):
+        try:
+            module = __import__(package, fromlist=["__file__"])
+        except ImportError:
+            continue
+        roots += [Path(folder) for folder in getattr(module, "__path__", [])]
+    for root in roots:
+        if not (root / "include" / "cupti.h").is_file():
+            continue
+        for lib in ("lib64", "lib"):
+            # the shortest name is the link name or the soname, never the versioned file
+            found = sorted((root / lib).glob("libcupti.so*"), key=lambda f: len(f.name))
+            if found:
+                return root / "include", found[0].parent.resolve() / found[0].name
     return None
 
 

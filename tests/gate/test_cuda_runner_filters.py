@@ -47,7 +47,80 @@ cudaError_t cudaDeviceSynchronize(void);
 cudaError_t cudaEventElapsedTime(float*, cudaEvent_t, cudaEvent_t);
 """
 
+# CUPTI as the runner uses it: records never arrive, so a call's activity span is zero and the
+# events' reading (zero too) stands.
+STUB_CUPTI_HEADER = """
+#include <stddef.h>
+#include <stdint.h>
+#define CUPTIAPI
+#define CUPTI_API_VERSION 130001
+typedef int CUptiResult;
+enum { CUPTI_SUCCESS = 0, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED = 1 };
+typedef enum { CUPTI_ACTIVITY_KIND_MEMCPY = 1, CUPTI_ACTIVITY_KIND_MEMSET = 2,
+               CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL = 10 } CUpti_ActivityKind;
+typedef enum { CUPTI_CB_DOMAIN_RESOURCE = 2 } CUpti_CallbackDomain;
+typedef uint32_t CUpti_CallbackId;
+enum { CUPTI_CBID_RESOURCE_CONTEXT_CREATED = 1 };
+typedef void* CUpti_SubscriberHandle;
+typedef void* CUcontext;
+typedef void (*CUpti_CallbackFunc)(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*);
+typedef struct { CUpti_ActivityKind kind; } CUpti_Activity;
+typedef struct { CUpti_ActivityKind kind; uint64_t start, end; } CUpti_ActivityKernel10;
+typedef struct { CUpti_ActivityKind kind; uint64_t start, end; } CUpti_ActivityMemcpy6;
+typedef struct { CUpti_ActivityKind kind; uint64_t start, end; } CUpti_ActivityMemset4;
+typedef void (*CUpti_BuffersCallbackRequestFunc)(uint8_t**, size_t*, size_t*);
+typedef void (*CUpti_BuffersCallbackCompleteFunc)(CUcontext, uint32_t, uint8_t*, size_t, size_t);
+CUptiResult cuptiGetResultString(CUptiResult, const char**);
+CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc,
+                                           CUpti_BuffersCallbackCompleteFunc);
+CUptiResult cuptiActivityEnable(CUpti_ActivityKind);
+CUptiResult cuptiSubscribe(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*);
+CUptiResult cuptiEnableCallback(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId);
+CUptiResult cuptiGetTimestamp(uint64_t*);
+CUptiResult cuptiActivityFlushAll(uint32_t);
+CUptiResult cuptiActivityGetNextRecord(uint8_t*, size_t, CUpti_Activity**);
+CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size_t*);
+"""
+
 STUB_RUNTIME = """
+#include "cupti.h"
+/* A probe kernel plays the GPU: kl_stub_activity queues one kernel record (times relative to the
+ * call's start on CUPTI's clock, 0 for a timestamp never written), delivered at the next flush;
+ * kl_stub_context reports a context made. */
+static CUpti_BuffersCallbackRequestFunc give;
+static CUpti_BuffersCallbackCompleteFunc take;
+static CUpti_CallbackFunc on_resource;
+static const uint64_t now = 1000000000;
+static CUpti_ActivityKernel10 queued;
+void kl_stub_activity(long long start, long long end) {
+    queued.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    queued.start = start ? now + start : 0;
+    queued.end = end ? now + end : 0;
+}
+void kl_stub_context(void) { on_resource(0, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, 0); }
+CUptiResult cuptiGetResultString(CUptiResult r, const char** s) { *s = "stub"; return 0; }
+CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc a,
+                                           CUpti_BuffersCallbackCompleteFunc b) { give = a; take = b; return 0; }
+CUptiResult cuptiActivityEnable(CUpti_ActivityKind k) { return 0; }
+CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* h, CUpti_CallbackFunc f, void* d) { on_resource = f; return 0; }
+CUptiResult cuptiEnableCallback(uint32_t e, CUpti_SubscriberHandle h, CUpti_CallbackDomain d,
+                                CUpti_CallbackId i) { return 0; }
+CUptiResult cuptiGetTimestamp(uint64_t* t) { *t = now; return 0; }
+CUptiResult cuptiActivityFlushAll(uint32_t f) {
+    if (!queued.kind) return 0;
+    uint8_t* buffer; size_t size, most;
+    give(&buffer, &size, &most);
+    *(CUpti_ActivityKernel10*)buffer = queued;
+    queued.kind = 0;
+    take(0, 0, buffer, size, sizeof queued);
+    return 0;
+}
+CUptiResult cuptiActivityGetNextRecord(uint8_t* b, size_t valid, CUpti_Activity** r) {
+    if (*r || valid < sizeof(CUpti_ActivityKernel10)) return 1;
+    *r = (CUpti_Activity*)b;
+    return 0;
+}
+CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t* n) { *n = 0; return 0; }
 #include "cuda_runtime_api.h"
 static char arena[1 << 16], scratch[1 << 20];
 const char* cudaGetErrorString(cudaError_t e) { return "stub"; }
@@ -96,6 +169,17 @@ int kl_launch(const void* const* in, void* const* out, const int64_t* axes, cons
 }
 """
 
+ACTIVITY_PROBE = """
+#include <stdint.h>
+void kl_stub_activity(long long start, long long end);
+void kl_stub_context(void);
+int kl_launch(const void* const* in, void* const* out, const int64_t* axes, const double* params,
+              void* stream) {
+    GPU;
+    return 0;
+}
+"""
+
 _PROBES = itertools.count()
 UNLINK = "SYS_unlink, \"/nonexistent/kl-probe\""
 SIGSYS_AT = "S 31 "
@@ -108,8 +192,10 @@ def folder():
         path = Path(name)
         path.chmod(0o755)
         (path / "cuda_runtime_api.h").write_text(STUB_HEADER)
+        (path / "cupti.h").write_text(STUB_CUPTI_HEADER)
         (path / "stub.c").write_text(STUB_RUNTIME)
         (path / "probe.c").write_text(PROBE)
+        (path / "activity.c").write_text(ACTIVITY_PROBE)
         _gcc("-shared", "-fPIC", f"-I{path}", str(path / "stub.c"), "-o", str(path / "libcudart.so"))
         for name, flags in (("runner_cuda", ["-DKL_CUDA"]),
                             ("runner_cuda_python", ["-DKL_CUDA", "-DKL_PYTHON"])):
@@ -137,6 +223,10 @@ def _run(folder: Path, runner: str, call: str, while_loading: bool) -> tuple[str
     probe = folder / f"probe-{next(_PROBES)}.so"
     _gcc("-shared", "-fPIC", f"-DCALL={call}", *(["-DWHILE_LOADING"] if while_loading else []),
          str(folder / "probe.c"), "-o", str(probe))
+    return _run_probe(folder, runner, probe)
+
+
+def _run_probe(folder: Path, runner: str, probe: Path) -> tuple[str, str, str]:
     command_r, command_w = os.pipe()
     reply_r, reply_w = os.pipe()
     handle = "00" * 64 + ":0"
@@ -200,3 +290,17 @@ def test_scheduling_changes_are_refused_not_trapped(folder):
 def test_an_honest_probe_runs(folder):
     first, second, log = _run(folder, "runner_cuda", "SYS_getpid", while_loading=False)
     assert first.startswith("READY") and second.startswith("R 0") and "call: " in log, (first, second, log)
+
+
+@pytest.mark.parametrize(("gpu", "reply"), [
+    ("kl_stub_activity(1000, 51000)", "R 0 50000"),  # first activity to last, not the events' 0
+    ("kl_stub_activity(-5000, 20000)", "R 0 20000"),  # running before the call: from its start
+    ("kl_stub_activity(-9000, -1000)", "R 0 0"),  # ended before the call: not the call's
+    ("kl_stub_activity(1000, 0)", "X unfinished"),  # never finished: cannot be timed
+    ("kl_stub_context()", "X context"),
+])
+def test_a_cuda_call_lasts_from_its_first_gpu_activity_to_its_last(folder, gpu, reply):
+    probe = folder / f"activity-{next(_PROBES)}.so"
+    _gcc("-shared", "-fPIC", f"-DGPU={gpu}", str(folder / "activity.c"), "-o", str(probe))
+    first, second, log = _run_probe(folder, "runner_cuda", probe)
+    assert first.startswith("READY") and second == reply, (first, second, log)

@@ -48,16 +48,30 @@ _THEORETICAL_PEAK = (20_000.0, 5_000_000.0)  # GB/s, GFLOP/s: above any GPU made
 
 DENIED_SYMBOLS = {
     "work on a stream other than the one the harness times": (
-        "cudaStreamCreate*", "cuStreamCreate*", "cudaLaunchHostFunc", "cudaStreamAddCallback",
-        "cudaGraph*", "cuGraph*", "cudaStreamBeginCapture*", "*_ptsz", "*_ptds",
+        "cudaStreamCreate*", "cuStreamCreate*", "*_ptsz", "*_ptds", "cuGraph*",
     ),
+    "host code run by the GPU's queue, outside any GPU activity": (
+        "cudaLaunchHostFunc", "cudaStreamAddCallback", "cudaGraphAddHostNode",
+        "cudaGraphHostNode*", "cudaGraphExecHostNode*", "cudaGraphAddNode*", "cudaGraphNodeSetParams",
+        "cudaGraphExecNodeSetParams",
+    ),
+    "the gate's own record of GPU activity": ("cupti*",),
 }
+"""A first filter only: the runner times every GPU activity of the process, on any stream, graph or
+context (CUPTI; gate/_runner.c), so work these would hide is timed anyway. Graphs captured from
+and launched on the harness stream are honest (cudaStreamBeginCapture, cudaGraphInstantiate,
+cudaGraphLaunch); host nodes are not (``cudaGraphAddNode`` and the generic setters make them too).
+"""
 # The runtime API and nvcc's registration code. cudaGetDriverEntryPoint stays allowed (experts
-# reach cuTensorMapEncodeTiled through it); a stream made through the driver is caught at run time.
+# reach cuTensorMapEncodeTiled through it); a stream made through the driver is timed all the same.
 ALLOWED_SYMBOLS = ("cuda*", "__cuda*", "exit")
 """The CUDA runtime, and ``exit``: nvcc gives every non-inline ``__device__`` function a host-side
 body of ``::exit(1)`` (a kernel with a device helper imports it; found by the style corpus). A
 kernel that calls it kills its runner mid-call, which the sandbox reports as a crash."""
+
+
+_NO_CUPTI = ("CUPTI, which times every GPU activity of a candidate, was found neither beside nvcc's "
+             "toolkit nor as a package (pip install nvidia-cuda-cupti, or set CUPTI_HOME)")
 
 
 def _gencode(arch: str) -> list[str]:
@@ -88,13 +102,24 @@ class CudaBackend:
         return ()
 
     def sandbox_runner(self) -> RunnerSpec:
+        include, cupti = self.cupti()
         path, sha = trusted_build(SANDBOX_SOURCES / "_runner.c", self.runner_name,
                                   [settings.nvcc(), "-O2", "-DKL_CUDA", *self.runner_flags, "-cudart",
-                                   "shared", "-Xcompiler", "-pthread", "-ldl"])
+                                   "shared", "-Xcompiler", "-pthread", "-ldl", f"-I{include}",
+                                   f"-L{cupti.parent}", f"-l:{cupti.name}", "-Xlinker",
+                                   f"-rpath={cupti.parent}"])
         toolkit = Path(settings.nvcc()).resolve().parent.parent
         reads, devices = cuda_runner_view("-DKL_PYTHON" in self.runner_flags, toolkit)
+        reads = (*reads, cupti.parent)
         # No cache flush here: the L2 is flushed from the trusted side (one per GPU).
         return RunnerSpec(path, sha, reads, devices, CUDA_WRITES)
+
+    def cupti(self) -> tuple[Path, Path]:
+        """CUPTI's headers and the library the runner links (gate/_runner.c times with it)."""
+        found = settings.cupti()
+        if found is None:
+            raise BackendUnavailableError(_NO_CUPTI)
+        return found
 
     def calibration_kernel(self) -> tuple[Path, str]:
         return trusted_build(SANDBOX_SOURCES / "_spin.cu", "spin.so",
@@ -107,6 +132,8 @@ class CudaBackend:
             import torch
         except ImportError:
             return "torch is not installed (pip install 'klineage[cuda]')"
+        if settings.cupti() is None:
+            return _NO_CUPTI
         if not torch.cuda.is_available():
             # Where a machine has no GPU the kernel is the user's mistake or the machine's, not
             # torch's: say which, and what still works without one.

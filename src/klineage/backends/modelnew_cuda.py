@@ -66,6 +66,11 @@ class ModelNewCudaBackend(ModelNewBuild, CudaBackend):
     allowed_symbols: ClassVar[tuple[str, ...]] = (*MODELNEW_ALLOWED, *ALLOWED_SYMBOLS, "atexit")
     runner_name = "kl_runner_cuda_python"
 
+    def cupti(self) -> tuple[Path, Path]:
+        # torch preloads its own CUPTI by path, as its runtime: one copy in the runner, torch's.
+        include, library = super().cupti()
+        return include, _torch_loaded("libcupti.so") or library
+
     @property
     def runner_flags(self) -> tuple[str, ...]:
         # One CUDA runtime in the runner, torch's: torch preloads its own by path
@@ -112,14 +117,22 @@ class ModelNewCudaBackend(ModelNewBuild, CudaBackend):
 @cache
 def _torch_cuda_runtime_dir() -> str:
     """The folder of the CUDA runtime torch has loaded into this process."""
+    loaded = _torch_loaded("libcudart.so")
+    if loaded is None:
+        raise ToolchainError("torch loaded no CUDA runtime (a CPU build of torch?)")
+    return str(loaded.parent)
+
+
+def _torch_loaded(library: str) -> Path | None:
+    """Where the library torch has loaded into this process lives (None: it has not)."""
     import torch
 
     torch.cuda.init()
     for line in Path("/proc/self/maps").read_text().splitlines():
         fields = line.split(maxsplit=5)
-        if len(fields) == 6 and "/libcudart.so" in fields[5]:
-            return str(Path(fields[5]).parent)
-    raise ToolchainError("torch loaded no CUDA runtime (a CPU build of torch?)")
+        if len(fields) == 6 and f"/{library}" in fields[5]:
+            return Path(fields[5])
+    return None
 
 
 def _interpreter_paths() -> list[Path]:

@@ -46,6 +46,14 @@ Arena = HostArena | CudaArena
 _MAX_REPLY = 4096
 _SELF_STOP_S = 0.02
 """How long the runner has to stop itself after its reply before we stop it."""
+_UNTIMEABLE = {
+    "X context": "the kernel made a CUDA context of its own: work there is neither waited for by "
+                 "the call's device synchronisation nor timed with it",
+    "X unfinished": "GPU work of the kernel's was still unfinished (or its activity record lost) "
+                    "after the call's device synchronisation: work the call cannot time",
+}
+"""The CUDA runner's refusals to time a call (gate/_runner.c, CUPTI's records): a kernel writing
+one of these lines itself only accuses itself."""
 _READY = re.compile(r"READY (0x[0-9a-f]+|\(nil\)) (0x[0-9a-f]+|\(nil\))")
 _RESULT = re.compile(r"R (-?[0-9]{1,10}) ([0-9]{1,18})")
 """A call's reply: the kernel's return code and the runner's clock in nanoseconds, never below
@@ -176,6 +184,8 @@ class Candidate:
         self._send(line)
         reply = self._reply_line(step)
         answer = _RESULT.fullmatch(reply)
+        if reply in _UNTIMEABLE:
+            raise CandidateFailed("rejected_cheat", f"{step}: {_UNTIMEABLE[reply]}")
         if not answer:
             raise CandidateFailed("rejected_cheat", f"{step}: the candidate's process answered "
                                   f"{reply[:80]!r} instead of a call result")
