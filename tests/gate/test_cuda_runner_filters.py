@@ -97,12 +97,21 @@ void kl_stub_activity(long long start, long long end) {
     queued.start = start ? now + start : 0;
     queued.end = end ? now + end : 0;
 }
-void kl_stub_context(void) { on_resource(0, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, 0); }
+void kl_stub_context(void) {
+    on_resource(0, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, 0);
+}
 CUptiResult cuptiGetResultString(CUptiResult r, const char** s) { *s = "stub"; return 0; }
 CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc a,
-                                           CUpti_BuffersCallbackCompleteFunc b) { give = a; take = b; return 0; }
+                                           CUpti_BuffersCallbackCompleteFunc b) {
+    give = a;
+    take = b;
+    return 0;
+}
 CUptiResult cuptiActivityEnable(CUpti_ActivityKind k) { return 0; }
-CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* h, CUpti_CallbackFunc f, void* d) { on_resource = f; return 0; }
+CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* h, CUpti_CallbackFunc f, void* d) {
+    on_resource = f;
+    return 0;
+}
 CUptiResult cuptiEnableCallback(uint32_t e, CUpti_SubscriberHandle h, CUpti_CallbackDomain d,
                                 CUpti_CallbackId i) { return 0; }
 CUptiResult cuptiGetTimestamp(uint64_t* t) { *t = now; return 0; }
