@@ -22,7 +22,7 @@ from conftest import FIXTURES
 from klineage import settings
 from klineage.backends import backend_for, modelnew_cuda
 from klineage.backends._modelnew_parse import extension_of
-from klineage.backends.modelnew import BELOW_THE_DISPATCHER, TRACE_ENV, _main_cpp
+from klineage.backends.modelnew import BELOW_THE_DISPATCHER, TRACE_ENV, TRACED_CALLS, _main_cpp
 from klineage.backends.modelnew_cuda import ModelNewCudaBackend, cuda_unit, nvcc_flags
 from klineage.gate import GateOptions, Limits, run_gate
 from klineage.gate._optrace import _computed_outside, parsed_report, runner_log, trace_blind_spots
@@ -215,6 +215,24 @@ def test_a_forward_that_switches_to_torch_after_its_first_call_is_traced(relu, t
         "        return relu_ext.relu(x) if self.calls == 1 else torch.relu(x)"))
     report = run_gate(relu, load_kernel(relu, kernel), options=GateOptions(profile=False, limits=LIMITS))
     assert report.verdict == "rejected_cheat" and "aten::relu" in report.reason, report.reason
+
+
+def test_a_forward_that_switches_to_torch_after_more_calls_than_the_trace_makes_is_refused(relu,
+                                                                                         tmp_path):
+    # The traced runner calls each size's forward 2 to 8 times while it loads (TRACED_CALLS): a
+    # forward honest for 8 calls was judged on those, and its torch ops in the gate's calls went
+    # unseen (only its outputs were verified). The recorder now stays on through every call.
+    kernel = tmp_path / "counting_late"
+    kernel.mkdir()
+    (kernel / "kernel.toml").write_text('language = "python"\n')
+    honest = (KERNELS / "honest_relu" / "kernel.py").read_text()
+    (kernel / "kernel.py").write_text(honest.replace(
+        "        return relu_ext.relu(x)",
+        "        self.calls = getattr(self, 'calls', 0) + 1\n"
+        f"        return relu_ext.relu(x) if self.calls <= {TRACED_CALLS} else torch.relu(x)"))
+    report = gate(relu, kernel, profile=True)  # the timed calls: many more than any trace makes
+    assert report.verdict == "rejected_cheat", report.reason
+    assert "never ran while it was traced" in report.reason and "aten::relu" in report.reason, report.reason
 
 
 def test_kernel_toml_chooses_python_among_the_languages_of_kernel_py(relu, tmp_path):

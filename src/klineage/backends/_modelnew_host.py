@@ -9,7 +9,8 @@ constructor while the runner loads it (read-only opens allowed), then ``call`` o
 workload's device) and runs each call's whole path a few times, so lazy state, torch's threads
 and every GPU kernel the calls launch are loaded before the runner's final filter. The shim's op
 recorder is on meanwhile, in every runner alike; with ``KL_MODELNEW_TRACE`` (a token) what it
-saw of the forward calls is printed after the token for the trusted side to judge. Nothing
+saw of the forward calls is printed after the token for the trusted side to judge; it stays on
+through the gate's calls, and a call that runs an op the loading never ran is refused. Nothing
 kernel.py can reach differs between a traced runner and any other: the extension is the module
 load_inline would give (its calls are marked in C), and the number of calls per size is drawn
 the same way in both.
@@ -118,7 +119,7 @@ def start():
     warnings.filterwarnings("ignore", message="The given buffer is not writable")
     torch.set_num_threads(SPEC["threads"])
     torch.set_grad_enabled(False)
-    _kl_shim.record(True)  # before kernel.py exists, in every runner
+    _kl_shim.start_recording()  # before kernel.py exists, in every runner
     reference = _state["reference"] = _reference()
     kernel = _kernel()
     if not hasattr(kernel, "ModelNew"):
@@ -138,7 +139,9 @@ def start():
                  _views([t.data_ptr() for t in outputs], shape, "outputs", True))
     if DEVICE == "cuda":
         torch.cuda.synchronize()  # the warm-up is done before the first timed call
-    _kl_shim.record(False)  # the calls run as they are timed
+    # The recorder stays on through the calls, in every runner: what the forward runs there must
+    # be what the traced runner's loading showed (the trace judges only that).
+    _state["loaded"] = _kl_shim.recorded_size(), set(_kl_shim.recorded().splitlines())
     if TRACE:
         print(f"KL_TRACE {TRACE} " + json.dumps(_recorded()), flush=True)
     return len(SPEC["inputs"]), len(SPEC["outputs"]), len(SPEC["axis_names"]), len(SPEC["params"])
@@ -217,4 +220,16 @@ def call(inputs, outputs, axes, stream):
         traceback.print_exc()
         sys.stderr.flush()
         return 2
-    return 0
+    return _same_ops_as_loading()
+
+
+def _same_ops_as_loading():
+    """0, or the caught code with the ops named when a call ran ops the loading never did."""
+    size, seen = _state["loaded"]
+    if _kl_shim.recorded_size() == size:
+        return 0
+    new = sorted({line.split("\t")[-1] for line in set(_kl_shim.recorded().splitlines()) - seen})
+    print(f"op trace: the forward ran ops in the gate's calls that it never ran while it was traced "
+          f"(a forward that changes after its first calls): {', '.join(new)[:200]}",
+          file=sys.stderr, flush=True)
+    return SPEC["caught_rc"]

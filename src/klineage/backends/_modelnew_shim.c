@@ -24,8 +24,8 @@ extern "C" {
 #endif
 /* The recorder's side, called by the shim (C) and defined by the recorder (C++). */
 KL_HIDDEN int klineage_recorder_start(void);
-KL_HIDDEN void klineage_recorder_stop(void);
 KL_HIDDEN const char* klineage_recorder_report(void);
+KL_HIDDEN long klineage_recorder_size(void);
 KL_HIDDEN void klineage_recorder_forward(int inside);
 KL_HIDDEN void klineage_recorder_enter(void);
 KL_HIDDEN void klineage_recorder_leave(void);
@@ -120,13 +120,10 @@ static PyObject* mark(PyObject* self, PyObject* module) {
     Py_RETURN_NONE;
 }
 
-static PyObject* record(PyObject* self, PyObject* on) {
+static PyObject* start_recording(PyObject* self, PyObject* unused) {
     (void)self;
-    if (PyObject_IsTrue(on)) {
-        if (klineage_recorder_start() != 0) return PyErr_Format(PyExc_RuntimeError, "the op recorder did not start");
-    } else {
-        klineage_recorder_stop();
-    }
+    (void)unused;
+    if (klineage_recorder_start() != 0) return PyErr_Format(PyExc_RuntimeError, "the op recorder did not start");
     Py_RETURN_NONE;
 }
 
@@ -142,12 +139,19 @@ static PyObject* recorded(PyObject* self, PyObject* unused) {
     return PyUnicode_FromString(klineage_recorder_report());
 }
 
+static PyObject* recorded_size(PyObject* self, PyObject* unused) {
+    (void)self;
+    (void)unused;
+    return PyLong_FromLong(klineage_recorder_size());
+}
+
 static PyMethodDef shim_methods[] = {
     {"view", view, METH_VARARGS, "memory as a memoryview"},
     {"mark", mark, METH_O, "mark the extension's functions' calls for the recorder"},
-    {"record", record, METH_O, "turn the op recorder on or off"},
+    {"start_recording", start_recording, METH_NOARGS, "turn the op recorder on, for good"},
     {"forward", forward, METH_O, "whether the host is inside a forward"},
     {"recorded", recorded, METH_NOARGS, "the recorder's lines"},
+    {"recorded_size", recorded_size, METH_NOARGS, "how many lines the recorder has"},
     {NULL}};
 static struct PyModuleDef shim_module = {PyModuleDef_HEAD_INIT, "_kl_shim", NULL, -1, shim_methods};
 
@@ -235,12 +239,13 @@ int kl_launch(const void* const* inputs, void* const* outputs, const int64_t* ax
 /* What the ModelNew's forward asks torch to run, seen where every op enters the dispatcher: a
  * global RecordFunction callback (torch's profiler hook), on every thread, with no Python
  * frame, mode or key of its own, and about a microsecond per op. The host turns it on before
- * kernel.py runs and off before the first call, in every runner alike. Each op is filed by
+ * kernel.py runs, in every runner alike. Each op is filed by
  * where it ran: in an extension call (marked by the shim), or outside one in a forward with
  * the op it ran inside (the trusted side unfolds composite ops into what they ran), or on a
  * thread other than the host's outside a forward (one the extension left running). Ops the host
  * runs itself outside a forward (kernel.py's import, building the models, the views and copies
- * around each call) are not the forward's and are left out. */
+ * around each call) are not the forward's and are left out. It stays on through the calls: an
+ * op first seen there was not in what the trace judged (the host refuses the call). */
 #include <ATen/record_function.h>
 #include <pthread.h>
 
@@ -327,12 +332,6 @@ int klineage_recorder_start(void) {
     return 0;
 }
 
-void klineage_recorder_stop(void) {
-    Recording& r = recording();
-    if (r.handle) at::removeCallback(r.handle);
-    r.handle = 0;
-}
-
 /* One line per op: "e\t<op>" in an extension call, "f\t<caller>\t<op>" outside one. */
 const char* klineage_recorder_report(void) {
     Recording& r = recording();
@@ -341,6 +340,12 @@ const char* klineage_recorder_report(void) {
     for (const auto& name : r.extension) r.report += "e\t" + name + "\n";
     for (const auto& edge : r.forward) r.report += "f\t" + edge.first + "\t" + edge.second + "\n";
     return r.report.c_str();
+}
+
+long klineage_recorder_size(void) {
+    Recording& r = recording();
+    std::lock_guard<std::mutex> guard(r.lock);
+    return static_cast<long>(r.extension.size() + r.forward.size());
 }
 
 void klineage_recorder_forward(int inside) { __atomic_store_n(&in_forward, inside, __ATOMIC_SEQ_CST); }

@@ -46,6 +46,10 @@ class BuildResult:
 
 
 SANDBOX_WORKLOAD = "workload"
+CAUGHT_IN_PROCESS_RC = 86
+"""A call's return code by which klineage's own code in the candidate's process (the ModelNew
+shim) says it caught the kernel: the trusted side makes it ``rejected_cheat``, quoting the
+process's last line. A kernel returning it itself only accuses itself."""
 """The folder, in the runner's working directory, that holds its copies of ``sandbox_files``."""
 
 

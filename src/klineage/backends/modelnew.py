@@ -49,7 +49,7 @@ from klineage.backends._modelnew_symbols import (
     op_entry_points,
 )
 from klineage.backends._modelnew_torch import embedded_python, torch_compile_flags, torch_paths
-from klineage.backends.base import SANDBOX_WORKLOAD, BuildResult
+from klineage.backends.base import CAUGHT_IN_PROCESS_RC, SANDBOX_WORKLOAD, BuildResult
 from klineage.backends.cpu import CpuBackend
 from klineage.errors import ToolchainError
 from klineage.workload.model import KernelSpec, Workload
@@ -240,7 +240,7 @@ class ModelNewBuild:
                    "outputs": [list(t.dims(axes)) for t in workload.outputs]}
                   for axes in _unique(workload.shapes())]
         spec = {"reference": f"{SANDBOX_WORKLOAD}/{workload.reference_path.name}",
-                "threads": threads or 1, "traced_calls": TRACED_CALLS,
+                "threads": threads or 1, "traced_calls": TRACED_CALLS, "caught_rc": CAUGHT_IN_PROCESS_RC,
                 "device": self.device_type,
                 "inputs": [[t.name, t.dtype] for t in workload.inputs],
                 "outputs": [[t.name, t.dtype] for t in workload.outputs],

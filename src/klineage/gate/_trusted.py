@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from klineage.backends._arenas import PAGE
-from klineage.backends.base import Device
+from klineage.backends.base import CAUGHT_IN_PROCESS_RC, Device
 from klineage.gate._compare import float_errors, output_mismatch
 from klineage.gate._layout import (
     CANARY,
@@ -207,6 +207,9 @@ class TrustedSession:
             raise
         if result.rc != 0:
             said = candidate.log_tail().splitlines()
+            if result.rc == CAUGHT_IN_PROCESS_RC:
+                raise CandidateFailed("rejected_cheat", f"{detail}: "
+                                      + (said[-1][:300] if said else "caught in its process"))
             raise CandidateFailed("crashed", f"{detail}: kl_launch returned {result.rc}"
                                   + (f"; last output: {said[-1][:200]}" if said else ""))
         problem = self._accounting(candidate, result, detail)
