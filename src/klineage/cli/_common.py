@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.text import Text
 
 from klineage.errors import ConfigError, KlineageError, MachineLoadedError, RunStopped
@@ -54,9 +55,10 @@ def run_gate_options(threads: int | None, backend: str | None, patience: float |
 
 
 ExecutorOpt = Annotated[str, typer.Option(
-    "--executor", metavar="local|ray[:ADDRESS]",
-    help="Where gate work runs: local (this machine), or a Ray cluster: ray:HOST:PORT of its "
-         "head (plain ray: RAY_ADDRESS, else a new local one). See docs/scale.md.")]
+    "--executor", metavar="local|ray[:ADDRESS]|spool:DIR",
+    help="Where gate work runs: local (this machine), a Ray cluster (ray:HOST:PORT of its head; "
+         "plain ray: RAY_ADDRESS, else a new local one), or spool:DIR, a folder that `klineage "
+         "worker DIR` drains where the GPU is. See docs/scale.md.")]
 
 
 @contextmanager
@@ -64,7 +66,10 @@ def executing(text: str) -> Iterator[Executor]:
     """The command's work runs on the executor ``--executor`` named."""
     from klineage.executors import executor_from, using
 
-    with using(executor_from(text)) as executor:
+    def waiting(line: str) -> None:
+        err_console.print(escape(line))
+
+    with using(executor_from(text, waiting=waiting)) as executor:
         yield executor
 
 

@@ -282,6 +282,31 @@ def demo(
 
 
 @app.command()
+def worker(
+    spool: Annotated[Path, typer.Argument(help="The spool folder a run writes its gate jobs to "
+                                                "(--executor spool:DIR).")],
+    once: Annotated[bool, typer.Option("--once", help="Drain the jobs waiting now, then exit.")] = False,
+    stale: Annotated[float, typer.Option(
+        help="Seconds after which a claim its worker stopped touching goes back to pending.")] = 600.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Gate the jobs of a spool folder here, where the device is (a run elsewhere wrote them)."""
+    from klineage.executors.spool import serve
+
+    def ran(job: str, outcome: str) -> None:
+        if as_json:
+            print(json.dumps({"job": job, "outcome": outcome}), flush=True)
+        else:
+            err_console.print(f"{job[:12]}  {escape(outcome)}")
+
+    if not as_json:
+        err_console.print(f"draining {spool}{' once' if once else ' (Ctrl-C stops)'}")
+    count = serve(spool, once=once, stale_s=stale, on_job=ran)
+    if not as_json:
+        console.print(f"{count} job(s) gated")
+
+
+@app.command()
 def schemas(
     out: Annotated[Path, typer.Argument(help="Folder to write the JSON Schemas into.")],
     as_json: JsonOpt = False,

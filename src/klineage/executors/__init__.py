@@ -1,5 +1,6 @@
 """Executors: where gate work runs (DESIGN.md §10). ``local`` compiles in parallel on this
-machine's cores and runs jobs in this process; ``ray`` spreads both over a Ray cluster. Timed
+machine's cores and runs jobs in this process; ``ray`` spreads both over a Ray cluster;
+``spool`` writes jobs to a folder that ``klineage worker`` drains where the device is. Timed
 runs stay exclusive per device either way (one timing slot per device, and the gate's device lock).
 
 A command picks its executor once (``--executor local|ray[:ADDRESS]``) and runs under ``using``;
@@ -8,9 +9,10 @@ local executor: its work is already placed."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from pathlib import Path
 
 from klineage.errors import ConfigError
 from klineage.executors.base import Executor
@@ -39,14 +41,21 @@ def using(executor: Executor) -> Iterator[Executor]:
         _current.reset(token)
 
 
-def executor_from(text: str) -> Executor:
-    """``local``, ``ray`` (RAY_ADDRESS, or a new local cluster) or ``ray:ADDRESS`` (HOST:PORT of a
-    running cluster's head, or a ``ray://`` client address)."""
+def executor_from(text: str, waiting: Callable[[str], None] | None = None) -> Executor:
+    """``local``, ``ray`` (RAY_ADDRESS, or a new local cluster), ``ray:ADDRESS`` (HOST:PORT of a
+    running cluster's head, or a ``ray://`` client address) or ``spool:DIR`` (a folder a
+    ``klineage worker`` drains where the device is; ``waiting`` hears how many jobs wait)."""
     kind, _, address = text.partition(":")
     if kind == "local" and not address:
         return LocalExecutor()
+    if kind == "spool":
+        if not address:
+            raise ConfigError("--executor spool:DIR needs the spool folder")
+        from klineage.executors.spool import SpoolExecutor
+
+        return SpoolExecutor(Path(address).expanduser(), waiting=waiting)
     if kind != "ray":
-        raise ConfigError(f"--executor: expected local, ray or ray:ADDRESS, got {text!r}")
+        raise ConfigError(f"--executor: expected local, ray, ray:ADDRESS or spool:DIR, got {text!r}")
     try:
         from klineage.executors.ray import RayExecutor
     except ImportError as exc:
