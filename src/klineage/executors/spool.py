@@ -321,4 +321,5 @@ def _write_atomically(path: Path, data: bytes) -> None:
     """Written aside in the same folder, then renamed: a reader sees all of it or nothing."""
     with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".", suffix=".part", delete=False) as out:
         out.write(data)
+    os.chmod(out.name, 0o644)  # a worker on a shared folder may be another user
     os.replace(out.name, path)
