@@ -318,7 +318,9 @@ def _options_from(record: dict[str, Any]) -> Any:
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    """Written aside in the same folder, then renamed: a reader sees all of it or nothing."""
+    """Written aside in the same folder, then renamed: a reader sees all of it or nothing. The
+    aside file's name is unique (not ``runs.write_atomic``'s one name per path): two runs may
+    submit the same job, and two workers' folders may be one."""
     with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".", suffix=".part", delete=False) as out:
         out.write(data)
     os.chmod(out.name, 0o644)  # a worker on a shared folder may be another user
