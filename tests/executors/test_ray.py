@@ -144,7 +144,8 @@ def test_an_executor_that_cannot_run_is_one_error_line(monkeypatch):
         return str(result.exception)
 
     assert "no Ray cluster answers there" in error("ray:127.0.0.1:1")
-    assert "expected local, ray or ray:ADDRESS" in error("dask")
+    assert "expected local, ray, ray:ADDRESS or spool:DIR" in error("dask")
+    assert "needs the spool folder" in error("spool")
     monkeypatch.setitem(sys.modules, "klineage.executors.ray", None)  # as if ray were not installed
     assert "pip install 'klineage[ray]'" in error("ray")
 
