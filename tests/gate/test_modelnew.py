@@ -204,15 +204,20 @@ def test_sneaky_ways_to_internals_are_caught_statically(tmp_path):
     assert [line.split(":")[1] for line in found] == ["4", "5", "6", "10", "15"], found
 
 
-def test_a_forward_that_switches_to_torch_after_its_first_call_is_traced(relu, tmp_path):
-    kernel = tmp_path / "counting"
-    kernel.mkdir()
-    (kernel / "kernel.toml").write_text('language = "python"\n')
+def _switching_relu(folder: Path, honest_calls: int) -> Path:
+    """The honest ReLU ModelNew, but its forward uses torch.relu after ``honest_calls`` calls."""
+    folder.mkdir()
+    (folder / "kernel.toml").write_text('language = "python"\n')
     honest = (KERNELS / "honest_relu" / "kernel.py").read_text()
-    (kernel / "kernel.py").write_text(honest.replace(
+    (folder / "kernel.py").write_text(honest.replace(
         "        return relu_ext.relu(x)",
         "        self.calls = getattr(self, 'calls', 0) + 1\n"
-        "        return relu_ext.relu(x) if self.calls == 1 else torch.relu(x)"))
+        f"        return relu_ext.relu(x) if self.calls <= {honest_calls} else torch.relu(x)"))
+    return folder
+
+
+def test_a_forward_that_switches_to_torch_after_its_first_call_is_traced(relu, tmp_path):
+    kernel = _switching_relu(tmp_path / "counting", honest_calls=1)
     report = run_gate(relu, load_kernel(relu, kernel), options=GateOptions(profile=False, limits=LIMITS))
     assert report.verdict == "rejected_cheat" and "aten::relu" in report.reason, report.reason
 
@@ -222,14 +227,7 @@ def test_a_forward_that_switches_to_torch_after_more_calls_than_the_trace_makes_
     # The traced runner calls each size's forward 2 to 8 times while it loads (TRACED_CALLS): a
     # forward honest for 8 calls was judged on those, and its torch ops in the gate's calls went
     # unseen (only its outputs were verified). The recorder now stays on through every call.
-    kernel = tmp_path / "counting_late"
-    kernel.mkdir()
-    (kernel / "kernel.toml").write_text('language = "python"\n')
-    honest = (KERNELS / "honest_relu" / "kernel.py").read_text()
-    (kernel / "kernel.py").write_text(honest.replace(
-        "        return relu_ext.relu(x)",
-        "        self.calls = getattr(self, 'calls', 0) + 1\n"
-        f"        return relu_ext.relu(x) if self.calls <= {TRACED_CALLS} else torch.relu(x)"))
+    kernel = _switching_relu(tmp_path / "counting_late", honest_calls=TRACED_CALLS)
     report = gate(relu, kernel, profile=True)  # the timed calls: many more than any trace makes
     assert report.verdict == "rejected_cheat", report.reason
     assert "never ran while it was traced" in report.reason and "aten::relu" in report.reason, report.reason
