@@ -145,19 +145,22 @@ class GateSession:
 
     def _keep(self, state: KernelState, profile: bool, report: GateReport, ahead: bool) -> GateReport:
         """Cache a finished gate run's report (timed again, patiently, where the load made it
-        unmeasurable), charged now or (gated ahead) when it is taken; returns what was kept."""
+        unmeasurable), charged now or (gated ahead) when it is taken; returns what was kept.
+        The marker goes first and the charge last: a run killed between them finds a report
+        still marked on resume and charges it then, once (charged first, a kill before the
+        report was written charged the gate again on resume)."""
         cached = self._report_file(state, profile)
-        if ahead:  # the marker first: a report without one is one already charged
-            _ahead_marker(cached).touch()
-        else:
-            self._charge(state)
-            _ahead_marker(cached).unlink(missing_ok=True)  # one left by a stop mid-way
+        marker = _ahead_marker(cached)
+        marker.touch()  # a report with a marker is one not charged yet
         if report.verdict is Verdict.UNMEASURABLE:  # never cached, never a result of the run
             task = self._task(state, replace(self.options, profile=profile))
             report = self._patiently(task, report, lambda r: r.verdict is Verdict.UNMEASURABLE)
             if report.verdict is Verdict.UNMEASURABLE:
                 raise MachineLoadedError(f"{self.workload.name}/{state.fingerprint[:8]}: {report.reason}")
         cached.write_text(report.model_dump_json(indent=1))
+        if not ahead:
+            self._charge(state)
+            marker.unlink()
         return report
 
     def _patiently(self, task: GateTask, result: Any, unmeasurable: Callable[[Any], bool]) -> Any:
@@ -235,5 +238,6 @@ def gate_ahead(candidates: list[tuple[GateSession, KernelState]], profile: bool 
 
 
 def _ahead_marker(report: Path) -> Path:
-    """Beside a report gated ahead of its turn and not charged yet."""
+    """Beside a report not charged yet: gated ahead of its turn, or kept by a run killed before
+    it charged it."""
     return report.with_name(report.name + ".ahead")
