@@ -9,7 +9,7 @@ import pytest
 from conftest import FIXTURES
 from editors.conftest import config_for
 from editors.fake_llm import Action
-from klineage.editors import EditContext, get_editor
+from klineage.editors import EditContext, get_editor, keep_exchanges
 from klineage.errors import BrainError
 from klineage.workload import KernelState, load_kernel, load_workload
 
@@ -76,6 +76,28 @@ def test_a_timeout_is_a_recorded_failure(name, fake_llm, expert):
     brain = get_editor(name, config_for(fake_llm.url, timeout_s=0.3, retries=0))
     answer = brain.simplify(state, EditContext(workload=workload))
     assert answer.proposals == [] and "no answer within 0.3s" in answer.failures[0]
+
+
+def test_a_run_resumed_after_its_brain_answered_gets_that_answer_back_free(fake_llm, expert, tmp_path):
+    # A run killed after the answer and before its step was logged: the resumed run (a new
+    # brain on the same run folder) asks the same question and is answered from the run's own
+    # record, once, at no charge; anything else, and a failed call, goes to the model.
+    workload, state = expert
+    ctx = EditContext(workload=workload)
+    fake_llm.script.append(Action("status", status=503))
+    first = get_editor("openai", config_for(fake_llm.url, retries=0))
+    keep_exchanges(first, tmp_path)
+    failed, paid = first.simplify(state, ctx), first.simplify(state, ctx)
+    assert failed.failures and paid.proposals and paid.usage.calls == 1
+    resumed = get_editor("openai", config_for(fake_llm.url, retries=0))
+    keep_exchanges(resumed, tmp_path)
+    served = resumed.simplify(state, ctx)
+    assert len(fake_llm.requests) == 2 and served.usage.calls == 0
+    assert served.proposals[0].state.source == paid.proposals[0].state.source
+    asked = resumed.simplify(state, ctx)  # the one kept answer was served already
+    other = resumed.simplify(state, EditContext(workload=workload, feedback="verdict: slower"))
+    assert len(fake_llm.requests) == 4 and asked.usage.calls == other.usage.calls == 1
+    assert len((tmp_path / "brain.jsonl").read_text().splitlines()) == 4
 
 
 @pytest.mark.parametrize("name", BRAINS)

@@ -12,7 +12,8 @@ from klineage.errors import ConfigError
 if TYPE_CHECKING:
     from klineage.config import Config
 
-__all__ = ["Answer", "EditContext", "Editor", "MeteredEditor", "Proposal", "Usage", "get_editor"]
+__all__ = ["Answer", "EditContext", "Editor", "MeteredEditor", "Proposal", "Usage", "get_editor",
+           "keep_exchanges"]
 
 
 def get_editor(name: str, config: Config | None = None, record: Path | None = None,
@@ -69,3 +70,11 @@ def _api_editor(name: str, config: Config, record: Path | None, replay: Path | N
     if record is not None:
         client = RecordingClient(client, Cassette(record))
     return LLMEditor(name, client, api.model, api.temperature, api.max_tokens, config)
+
+
+def keep_exchanges(editor: Editor, run: Path) -> None:
+    """An LLM brain keeps its exchanges in the run folder (``brain.jsonl``), so a resume is
+    answered where the run stopped and never pays twice; the rules brain asks no one."""
+    keep = getattr(editor, "keep_exchanges", None)
+    if keep is not None:
+        keep(Path(run) / "brain.jsonl")

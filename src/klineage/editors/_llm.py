@@ -13,6 +13,7 @@ import importlib
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from klineage import settings
@@ -102,6 +103,14 @@ class LLMEditor:
         self.temperature, self.max_tokens = temperature, max_tokens
         self.prompt_version = version
         self._price = price_for(model, config)
+        self.kept: Any = None
+        """The run's own record of answers (``replay.KeptExchanges``), once ``keep_exchanges``."""
+
+    def keep_exchanges(self, path: Path) -> None:
+        """Keep every exchange in the run's ``path``; a resumed run is answered from it."""
+        from klineage.editors.replay import Cassette, KeptExchanges
+
+        self.kept = KeptExchanges(Cassette(path))
 
     def simplify(self, state: KernelState, ctx: EditContext) -> Answer:
         reply, usage, failure = self._ask("simplify", kernel_fields(state, ctx.workload, ctx.feedback),
@@ -175,10 +184,17 @@ class LLMEditor:
         request = ChatRequest(self.client.provider, self.model, system, user, self.temperature,
                               self.max_tokens, f"{template}@{self.prompt_version}",
                               str(fields.get("feedback", "")), str(fields.get("machine", "")))
+        reply = self.kept.answered(request) if self.kept is not None else None
+        if reply is not None:  # paid for before the run stopped
+            return reply, Usage(), ""
         try:
             reply = self._call(request, state, ctx)
         except CallFailed as exc:
+            if self.kept is not None:
+                self.kept.append(request, None, str(exc))
             return None, Usage(calls=1), f"{self.name} {template}: {exc}"
+        if self.kept is not None:
+            self.kept.append(request, reply, None)
         usd = call_cost(self._price, reply.input_tokens, reply.output_tokens, reply.cached_tokens)
         return reply, Usage(calls=1, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
                             cached_tokens=reply.cached_tokens, usd=usd), ""

@@ -8,6 +8,11 @@ timestamps, gate feedback) the request's loose key finds the recording made at t
 a request with neither key recorded stops the run with a clear error (the run diverged from
 the recorded one, or the cassette is from another configuration).
 Nothing secret is written: keys travel only in HTTP headers, never in a request body.
+
+A run keeps its own cassette too (``KeptExchanges``, ``brain.jsonl`` in the run folder): a run
+stopped after its brain answered and before the answer's step was logged (Ctrl-C, a kill, gate
+jobs left waiting in a spool) is answered from it on resume, by the exact request, and not
+charged again.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import Any
 from klineage.editors._llm import CallFailed, ChatClient, ChatReply, ChatRequest, redact
 from klineage.errors import BrainError, ConfigError
 
-__all__ = ["Cassette", "RecordingClient", "ReplayClient"]
+__all__ = ["Cassette", "KeptExchanges", "RecordingClient", "ReplayClient"]
 
 
 class Cassette:
@@ -110,3 +115,26 @@ class ReplayClient:
         if record.get("failure"):
             raise CallFailed(record["failure"])
         return ChatReply(**record["reply"])
+
+
+class KeptExchanges:
+    """A run's own record of its brain's answers: each exchange is appended as it happens; a
+    resumed run asking exactly what was answered before gets that answer back, once per answer,
+    without a call (the meter charged it before the stop). Only the exact request is served: a
+    question that differs in anything, feedback numbers included, is asked again. A failed call
+    is asked again too (both calls were made, and both are charged)."""
+
+    def __init__(self, cassette: Cassette):
+        self.cassette = cassette
+        self._kept: dict[str, list[ChatReply]] = defaultdict(list)
+        if cassette.path.is_file():
+            for record in cassette.records():
+                if record.get("reply") is not None:
+                    self._kept[record["key"]].append(ChatReply(**record["reply"]))
+
+    def answered(self, request: ChatRequest) -> ChatReply | None:
+        kept = self._kept.get(request.key())
+        return kept.pop(0) if kept else None
+
+    def append(self, request: ChatRequest, reply: ChatReply | None, failure: str | None) -> None:
+        self.cassette.append(request, reply, failure)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from klineage.config import Config
-from klineage.editors import MeteredEditor, get_editor
+from klineage.editors import MeteredEditor, get_editor, keep_exchanges
 from klineage.errors import ConfigError
 from klineage.gate import GateOptions
 from klineage.gate.session import GateSession
@@ -129,6 +129,7 @@ def mine(workload: Workload, expert: KernelSpec | None, runs_root: Path, library
             **MineMeta.about(workload), expert=expert.name, brain=options.brain,
             expert_state=expert_state.fingerprint, library=str(library) if library else None,
             budget=options.budget or Budget()), say=say)
+    keep_exchanges(editor, run.path)
     brain = MeteredEditor(editor, run.meter)
     with run.stoppable(resume_command("mine", run.path, str(workload.root), workload.quick)):
         return _mine(workload, expert_state, run, library, options, brain)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from klineage.config import Config
-from klineage.editors import Editor, MeteredEditor, get_editor
+from klineage.editors import Editor, MeteredEditor, Proposal, get_editor, keep_exchanges
 from klineage.errors import ConfigError
 from klineage.executors import current
 from klineage.gate import GateOptions, GateReport
@@ -47,8 +47,8 @@ from klineage.skills.retrieval import Choice
 from klineage.source import unified_diff
 from klineage.workload import KernelSpec, KernelState, Workload
 
-__all__ = ["CandidateGated", "OptimizeFinished", "OptimizeMeta", "OptimizeOptions", "OptimizeResult",
-           "StartGated", "default_inputs", "optimize"]
+__all__ = ["CandidateGated", "CandidateTaken", "OptimizeFinished", "OptimizeMeta", "OptimizeOptions",
+           "OptimizeResult", "StartGated", "default_inputs", "optimize"]
 
 SayFn = Callable[[str], None]
 ExplainFn = Callable[[str, list[dict[str, Any]]], None]
@@ -103,6 +103,19 @@ class CandidateGated(Event):
     diff: str
     feedback: str = ""
     """What the brain is told of a gated failure (verdict, first compiler errors, mismatch)."""
+
+
+class CandidateTaken(Event):
+    """A candidate about to be gated: a run stopped before its step was logged (gate jobs left
+    waiting in a spool, a kill) finishes this candidate first on resume, without asking the
+    method again, and without charging its gate run twice."""
+
+    event: Literal["candidate_taken"] = "candidate_taken"
+    key: str
+    candidate: str
+    """The candidate state's fingerprint (its source is in the run's states/)."""
+    skill: str | None
+    feature: str | None
 
 
 class OptimizeFinished(Event):
@@ -210,6 +223,7 @@ def optimize(workload: Workload, start: KernelSpec | None, library: Library | No
             library=str(library.root) if library else None,
             memory=str(options.memory) if options.memory else None), say=say)
         start_state.materialize(run.state_dir(start_state.fingerprint), workload)
+    keep_exchanges(editor, run.path)
     loop = _Loop(run, workload, start_state, library, options, editor, inputs)
     loop.explain = explain or (lambda _method, _rows: None)
     with run.stoppable(resume_command("optimize", run.path, str(workload.root), workload.quick)):
@@ -252,10 +266,22 @@ class _Loop:
             self._remember(event.key, event.feature, event.skill, event.verdict,
                            event.feedback or event.reason, event.ratio, event.kept, event.diff)
         self.tried_states = {s["candidate"] for s in self.steps if s["candidate"]}
+        self.in_flight = self._in_flight()
         self.tried = {e.key for e in gated} | {f"state:{s}" for s in self.tried_states} | tried_on
         """Keys of what was tried; ``state:<fingerprint>`` of every kernel gated, and
         ``on:<feature>@<best kernel's fingerprint>`` of every feature tried on a best kernel (a
         card or a pass): a method that proposes a pass again leaves out those."""
+
+    def _in_flight(self) -> Candidate | None:
+        """The candidate taken last, if the run stopped before its step was logged (a logged
+        step's state is among those tried)."""
+        taken = self.run.events(CandidateTaken)
+        if not taken or taken[-1].candidate in self.tried_states:
+            return None
+        last = taken[-1]
+        state = KernelState.load(self.run.state_dir(last.candidate), self.workload)
+        return Candidate(last.key, last.feature, last.skill,
+                         Proposal(state, last.feature, "improve", "taken before the run stopped"))
 
     def _remember(self, key: str, feature: str | None, skill: str | None, verdict: str,
                   reason: str, ratio: float | None, kept: bool, diff: str) -> None:
@@ -287,6 +313,9 @@ class _Loop:
             stop = f"the start kernel failed the gate: {start_report.verdict.value}: {start_report.reason}"
             return self._finish(stop, start_report, choices, failed=True)
         best_report = self.gate.check(self.best, profile=True)
+        if self.in_flight is not None:  # gated (and charged) before the stop: its step comes first
+            report = self._try(self.in_flight, best_report)
+            best_report = report or best_report
         while (stop := self._stop_reason(best_report)) is None:
             feedback = self.history.text(best_report, self.chain, start_report.timing.median_s
                                          if start_report.timing else None)
@@ -354,6 +383,9 @@ class _Loop:
             return None
         self.tried_states.add(state.fingerprint)
         self.tried.add(f"state:{state.fingerprint}")
+        self.gate.spec(state)  # its source in the run's states/ before the event names it
+        self.run.log(CandidateTaken(key=candidate.key, candidate=state.fingerprint,
+                                    skill=candidate.skill, feature=candidate.feature))
         self.say(f"gating {describe(candidate.key, candidate.feature)}")
         report = self.gate.check(state, profile=True)
         if not report.accepted:
