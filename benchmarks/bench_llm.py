@@ -16,6 +16,18 @@ Three steps, so that every (method, workload, repeat) cell can run against its o
     # geomean (a failed run counts 1.0x); best-so-far curves against calls (text and PNG)
     python benchmarks/bench_llm.py table --work W --model-name "..." [--out benchmarks/results]
 
+Where the model and the GPU are on different machines (docs/scale.md), the cells gate through a
+spool folder in lock-step rounds: ``rounds`` advances every unfinished cell of a plan (a TOML
+file of ``[[cell]]`` tables: method, workload, repeat, base_url) to its next gate job, each cell
+in its own process, then stops; ``klineage worker S --once`` on the GPU machine gates all of
+them; the next ``rounds`` takes the results up (a cell's brain is never asked again for what it
+answered, ``docs/scale.md``):
+
+    python benchmarks/bench_llm.py rounds --work W --suite cuda --spool S --cells plan.toml \
+        --model NAME --budget calls=4,gate_runs=8
+
+``run --spool S`` is one cell's step of a round (exit status 3: waiting for the spool).
+
 Held-out workloads are examples/heldout/<suite>/ (never mined). The cells' runs, bench.json and
 cassettes stay under W/cells/; the table is written to benchmarks/results/bench_llm-<date>.md.
 """
@@ -25,12 +37,18 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 from _bench import REPO, header, markdown_table, write_result
 
-from klineage.bench import bench
+from klineage.bench import bench, resume_bench
 from klineage.config import ApiConfig, Brains, Config
+from klineage.errors import GateWaiting
+from klineage.executors import LocalExecutor, using
+from klineage.executors.spool import SpoolExecutor
 from klineage.gate import GateOptions
 from klineage.mine import MineOptions, mine
 from klineage.optimize import OptimizeOptions
@@ -65,9 +83,15 @@ def prepare(work: Path, suite: str, quick: bool) -> None:
           f"memory: {len(store.observations)} observations; budgets {store.budgets}")
 
 
+def cell_folder(work: Path, method: str, workload: str, repeat: int) -> Path:
+    return work / "cells" / f"{method}-{workload}-r{repeat}"
+
+
 def run_cell(work: Path, suite: str, method: str, workload: str, budget: str, repeat: int,
-             base_url: str | None, model: str, replay: Path | None) -> Path:
-    cell = work / "cells" / f"{method}-{workload}-r{repeat}"
+             base_url: str | None, model: str, replay: Path | None, spool: Path | None = None) -> Path:
+    """One cell, to its end; with ``spool``, as far as its next gate job the spool has not
+    answered (``GateWaiting``), resuming the cell's bench where an earlier round stopped it."""
+    cell = cell_folder(work, method, workload, repeat)
     cell.mkdir(parents=True, exist_ok=True)
     cassette = cell / "cassette.jsonl"
     if replay is None and base_url is None:
@@ -78,11 +102,53 @@ def run_cell(work: Path, suite: str, method: str, workload: str, budget: str, re
         budget=Budget.parse(budget), brain="replay" if replay else "openai", gate=GATE,
         config=config, record=None if replay else cassette, replay=replay,
         memory=work / "memory")
-    result = bench(HELD_OUT / suite / workload, Library.open(work / "library"), [method], options,
-                   runs_root=cell / "runs", seed=repeat, say=lambda s: print(s, flush=True))
+    library = Library.open(work / "library")
+    say = lambda s: print(s, flush=True)  # noqa: E731
+    stopped = [p.parent for p in sorted((cell / "runs").glob("*/run.json"))
+               if not (p.parent / "bench.json").is_file()]
+    with using(SpoolExecutor(spool, wait=False) if spool else LocalExecutor()):
+        if stopped:
+            result = resume_bench(stopped[-1], library, options, say=say)
+        else:
+            result = bench(HELD_OUT / suite / workload, library, [method], options,
+                           runs_root=cell / "runs", seed=repeat, say=say)
     (cell / "bench.json").write_text(json.dumps(result.record, indent=1))
     print(json.dumps(result.record["results"][0], indent=1)[:3000])
     return cell
+
+
+def rounds(work: Path, suite: str, plan: Path, spool: Path, budget: str, model: str) -> int:
+    """Advance every unfinished cell of ``plan`` to its next gate job, side by side (each its own
+    process and model endpoint); returns how many cells are not finished yet."""
+    cells = tomllib.loads(plan.read_text()).get("cell", [])
+    if not cells:
+        raise SystemExit(f"rounds: {plan} lists no [[cell]]")
+    running = {}
+    for cell in cells:
+        method, workload, repeat = cell["method"], cell["workload"], int(cell.get("repeat", 0))
+        folder = cell_folder(work, method, workload, repeat)
+        if (folder / "bench.json").is_file():
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        argv = [sys.executable, __file__, "run", "--work", str(work), "--suite", suite, "--method",
+                method, "--workload", workload, "--repeat", str(repeat), "--budget", budget,
+                "--model", model, "--spool", str(spool)]
+        argv += ["--replay", cell["replay"]] if "replay" in cell else ["--base-url", cell["base_url"]]
+        log = open(folder / "rounds.log", "a")  # noqa: SIM115 (closed below, once it exits)
+        running[folder.name] = (subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT), log)
+    rows = []
+    for name, (process, log) in running.items():
+        status = process.wait()
+        log.close()
+        rows.append([name, {0: "finished", 3: "waiting"}.get(status, f"failed (exit {status}, "
+                                                                       f"see {name}/rounds.log)")])
+    print(markdown_table(["cell", "after this round"], rows))
+    pending = len(list((spool / "pending").glob("*.json"))) if spool.is_dir() else 0
+    left = sum(row[1] != "finished" for row in rows)
+    if pending:
+        print(f"\n{pending} gate job(s) wait in {spool}: on the GPU machine run "
+              f"`klineage worker {spool} --once`, bring {spool}/done back, then run rounds again")
+    return left
 
 
 def _x(value: float | None) -> str:
@@ -182,6 +248,15 @@ def main() -> None:
     r.add_argument("--base-url")
     r.add_argument("--model", default="relay-model")
     r.add_argument("--replay", type=Path)
+    r.add_argument("--spool", type=Path, help="gate through this spool folder, stopping (exit 3) "
+                                               "at the first job it has not answered")
+    o = sub.add_parser("rounds")
+    o.add_argument("--work", type=Path, required=True)
+    o.add_argument("--suite", default="cpu")
+    o.add_argument("--cells", type=Path, required=True, help="the plan: [[cell]] tables")
+    o.add_argument("--spool", type=Path, required=True)
+    o.add_argument("--budget", default="calls=4,gate_runs=12")
+    o.add_argument("--model", default="relay-model")
     t = sub.add_parser("table")
     t.add_argument("--work", type=Path, required=True)
     t.add_argument("--model-name", required=True, help="what answered, as the table names it")
@@ -190,8 +265,15 @@ def main() -> None:
     if args.step == "prepare":
         prepare(args.work, args.suite, quick=not args.full)
     elif args.step == "run":
-        run_cell(args.work, args.suite, args.method, args.workload, args.budget, args.repeat,
-                 args.base_url, args.model, args.replay)
+        try:
+            run_cell(args.work, args.suite, args.method, args.workload, args.budget, args.repeat,
+                     args.base_url, args.model, args.replay, args.spool)
+        except GateWaiting as exc:
+            print(f"waiting: {exc}", flush=True)
+            sys.exit(3)
+    elif args.step == "rounds":
+        left = rounds(args.work, args.suite, args.cells, args.spool, args.budget, args.model)
+        print(f"{left} cell(s) not finished")
     else:
         print(table(args.work, args.model_name, None if args.no_write else REPO / "benchmarks"))
 

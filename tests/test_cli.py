@@ -160,14 +160,19 @@ def test_list_shows_workloads_and_runs_with_their_state(tmp_path):
     (suite / "broken").mkdir()
     (suite / "broken" / "workload.toml").write_text("name = [\n")
     runs = tmp_path / "runs"
+    stopped = {"event": "run_interrupted", "reason": "interrupted (Ctrl-C)"}
+    waiting = {"event": "run_interrupted", "reason": "2 gate job(s) wait", "waiting": 2,
+               "flags": "--executor spool:S --no-wait"}
     for name, kind, events in (("a", "optimize", ["run_started", "optimize_finished"]),
-                               ("b", "mine", ["run_started", "run_interrupted"]),
-                               ("c", "bench", ["run_started"])):
+                               ("b", "mine", ["run_started", stopped]),
+                               ("c", "bench", ["run_started"]),
+                               ("d", "optimize", ["run_started", waiting])):
         (runs / name).mkdir(parents=True)
         (runs / name / "run.json").write_text(json.dumps(
             {"kind": kind, "name": "dot", "workload": str(suite / "dot"), "sizing": "quick",
              "created_at": "2026-12-04T10:00:00+00:00"}))
-        (runs / name / "events.jsonl").write_text("".join(json.dumps({"event": e}) + "\n" for e in events))
+        (runs / name / "events.jsonl").write_text("".join(
+            json.dumps(e if isinstance(e, dict) else {"event": e}) + "\n" for e in events))
     proc = klineage("list", str(suite), "--runs", str(runs), "--json", env_cache=_env(tmp_path))
     assert proc.returncode == 0, proc.stderr
     found = json.loads(proc.stdout)
@@ -177,6 +182,9 @@ def test_list_shows_workloads_and_runs_with_their_state(tmp_path):
     assert states["a"] == "finished" and states["c"].startswith("not finished")
     resume = f"klineage mine {suite / 'dot'} --quick --resume {runs / 'b'}"
     assert states["b"] == f"stopped: continue it with {resume}"
+    resume = f"klineage optimize {suite / 'dot'} --quick --resume {runs / 'd'}"
+    assert states["d"] == (f"waiting for 2 gate job(s): drain the spool, then continue it with "
+                           f"{resume} --executor spool:S --no-wait")
 
 
 def test_a_binary_kernel_file_is_a_compile_error_not_a_traceback(tmp_path):

@@ -10,7 +10,9 @@
     ├── WorkerError               the gate broke in a way no candidate caused (a klineage bug)
     ├── BrainError                a brain (LLM API, agent CLI, cassette) cannot be used or reached
     ├── MachineLoadedError        timings stayed too noisy to decide (a loaded machine): the run stops
-    └── RunStopped                a run was stopped by Ctrl-C: it is kept, and can be resumed
+    ├── RunStopped                a run was stopped by Ctrl-C: it is kept, and can be resumed
+    └── GateWaiting               gate results a spool has not answered yet (``--no-wait``): the
+                                  run is kept, and resumes once a worker has drained the spool
 
 A candidate kernel that fails (does not compile, is wrong, crashes, hangs, cheats) is *not* an
 error: it is a verdict in a GateReport (see ``klineage.gate.report.Verdict``).
@@ -24,6 +26,7 @@ __all__ = [
     "ComparisonFailed",
     "ConfigError",
     "DegenerateWorkloadError",
+    "GateWaiting",
     "KlineageError",
     "LibraryError",
     "MachineLoadedError",
@@ -94,3 +97,13 @@ class RunStopped(KlineageError):
     def __init__(self, message: str, interrupted: bool = False):
         super().__init__(message)
         self.interrupted = interrupted
+
+
+class GateWaiting(KlineageError):
+    """Gate jobs wait in a spool folder for a worker, and the command was told not to wait
+    (``--no-wait``): a run stops where it is, kept, and its resume takes the results up.
+    ``jobs``: how many wait; ``flags``: what a resume command needs to reach the same spool."""
+
+    def __init__(self, message: str, jobs: int = 0, flags: str = ""):
+        super().__init__(message)
+        self.jobs, self.flags = jobs, flags

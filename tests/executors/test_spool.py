@@ -17,7 +17,7 @@ import pytest
 
 from conftest import FIXTURES
 from klineage.backends import get_backend
-from klineage.errors import KlineageError
+from klineage.errors import GateWaiting, KlineageError
 from klineage.executors import executor_from
 from klineage.executors.spool import SpoolExecutor, _hash, _requeue_stale, job_record, serve
 from klineage.gate import GateOptions, GateReport
@@ -135,10 +135,26 @@ def test_a_job_whose_files_leave_its_folder_is_refused_not_run(tmp_path):
     assert executor.remote("cuda") and executor.slots("cuda") == 1
 
 
-def test_the_spool_runs_gate_jobs_only(tmp_path):
-    with pytest.raises(KlineageError, match="gate jobs only"):
-        dict(SpoolExecutor(tmp_path).map(len, ["x"]))
+def test_only_gate_jobs_go_through_the_spool_and_other_jobs_run_here(tmp_path):
+    # a bench's expert timing or group of optimize runs needs the brain where the run is: it runs
+    # in this process, and its own gate jobs come back to the spool
+    assert dict(SpoolExecutor(tmp_path).map(len, ["ab", "c"])) == {0: 2, 1: 1}
+    assert not any((tmp_path / "pending").iterdir())
     assert executor_from(f"spool:{tmp_path}").name == "spool"
+
+
+def test_without_waiting_every_job_is_written_then_the_command_stops(tmp_path):
+    spool = tmp_path / "spool"
+    tasks = [_task("plain"), _task("expert")]
+    with pytest.raises(GateWaiting, match=r"2 gate job\(s\) wait in .*klineage worker") as waiting:
+        dict(SpoolExecutor(spool, wait=False).map(run_task, tasks))
+    assert waiting.value.jobs == 2 and waiting.value.flags == f"--executor spool:{spool} --no-wait"
+    assert len(list((spool / "pending").glob("*.json"))) == 2
+    serve(spool, once=True)
+    results = dict(SpoolExecutor(spool, wait=False).map(run_task, tasks))
+    assert [results[i].verdict for i in (0, 1)] == [run_task(t).verdict for t in tasks]
+    with pytest.raises(KlineageError, match="--no-wait is for --executor spool"):
+        executor_from("local", wait=False)
 
 
 def test_the_worker_command_drains_a_spool_and_says_what_it_gated(tmp_path):

@@ -6,15 +6,21 @@ that answers from the prompt as a model would."""
 from __future__ import annotations
 
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 
 from editors.conftest import config_for
 from editors.fake_llm import Action, FakeLLM
+from klineage.errors import GateWaiting
+from klineage.executors import using
+from klineage.executors.spool import SpoolExecutor, serve
 from klineage.gate import GateReport, Verdict
 from klineage.optimize import MethodInputs, OptimizeOptions, optimize
 from klineage.optimize._feedback import Attempt, History
 from klineage.runs import Budget
+from klineage.skills.library import Library
 
 
 @pytest.fixture
@@ -119,3 +125,36 @@ def test_feedback_is_trimmed_to_what_says_what_to_fix():
     text = history.text(None, 3.0, None)
     assert "Earlier versions of this kernel" in text and "card def (omp_simd): kept" in text
     assert "Attempts on this version" not in text
+
+
+def test_a_run_left_waiting_for_a_spool_resumes_without_asking_the_brain_again(
+        server, dot, dot_naive, library, null_gate, tmp_path):
+    # --no-wait on a spool: the run stops at every gate job (after the brain answered), and
+    # each resume takes the worker's results up; the brain is asked what an uninterrupted run
+    # asks, once each, and each call is charged once.
+    shutil.copytree(library.root, tmp_path / "library-copy")  # the first run writes trials back
+    options = OptimizeOptions(budget=Budget.parse("calls=3"), brain="openai", method="klineage",
+                              gate=null_gate, sol_target=100.0, config=config_for(server.url))
+    local = optimize(dot, dot_naive, library, options, runs_root=tmp_path / "local",
+                     inputs=MethodInputs(cards=library.cards()))
+    asked_locally = server.prompts()
+    copy = Library.open(tmp_path / "library-copy")
+    spool, run, stops = tmp_path / "spool", None, 0
+    while True:
+        with using(SpoolExecutor(spool, wait=False)):
+            try:
+                split = optimize(dot, dot_naive if run is None else None, copy, options,
+                                 runs_root=tmp_path / "split", resume=run,
+                                 inputs=MethodInputs(cards=copy.cards()))
+                break
+            except GateWaiting as exc:
+                run = Path(re.search(r"--resume (\S+)", str(exc)).group(1))
+                stops += 1
+        assert serve(spool, once=True) >= 1
+    asked_split = server.prompts()[len(asked_locally):]
+    assert stops >= 4 and asked_split == asked_locally
+    assert split.record["spent"]["calls"] == local.record["spent"]["calls"] == 3
+    assert split.record["spent"]["gate_runs"] == local.record["spent"]["gate_runs"]
+    assert ([(s["verdict"], s["kept"]) for s in split.record["steps"]]
+            == [(s["verdict"], s["kept"]) for s in local.record["steps"]])
+    assert (split.run.path / "brain.jsonl").is_file()

@@ -7,14 +7,17 @@ independent. A run whose start kernel fails the gate, or that raises a klineage 
 ``failed`` and scores the start kernel (1.0×) in every geometric mean.
 
 A bench stopped before its end (Ctrl-C, a kill, a machine too loaded to time on, a brain that
-cannot go on) is kept: ``resume_bench`` continues it. The rows of every (workload, repeat) whose
-methods were all run and judged are in the log and are kept; a (workload, repeat) it stopped in
-is run again from its start, because its methods are judged side by side, together. That group
-is also the unit the executor spreads over its timing slots (``executors``).
+cannot go on, gate jobs left waiting in a spool) is kept: ``resume_bench`` continues it. The
+rows of every (workload, repeat) whose methods were all run and judged are in the log and are
+kept; in a (workload, repeat) it stopped in, each method's optimize run that finished is kept and
+one that stopped is resumed (its brain is not asked again, nothing is charged twice), and then
+the methods are judged side by side, together. That group is also the unit the executor spreads
+over its timing slots (``executors``).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import platform
@@ -30,14 +33,22 @@ from klineage.backends import backend_for
 from klineage.bench._fairness import leave_one_out, suite_workloads
 from klineage.bench.kernelbench_out import kernelbench_results
 from klineage.bench.records import BenchRecord
-from klineage.errors import BrainError, ConfigError, KlineageError, MachineLoadedError, RunStopped
+from klineage.errors import (
+    BrainError,
+    ConfigError,
+    GateWaiting,
+    KlineageError,
+    MachineLoadedError,
+    RunStopped,
+)
 from klineage.executors import current
 from klineage.gate import GateOptions
 from klineage.gate.session import device_of
 from klineage.optimize import DEFAULT_BUDGET, METHODS, OptimizeOptions, optimize
+from klineage.optimize.loop import RESULT_FILE
 from klineage.optimize.memory import MemoryStore
 from klineage.optimize.records import CORRECT, NO_KERNEL
-from klineage.runs import Event, Run, RunMeta, check_resume
+from klineage.runs import Event, Run, RunDir, RunMeta, check_resume
 from klineage.skills.library import Library
 from klineage.workload import KernelState, Workload, load_kernel, load_workload
 
@@ -234,16 +245,23 @@ def _repeat(run: Run, workload: Workload, start_spec: Any, options: OptimizeOpti
     run_seed, rows = meta.seed + repeat, []
     for method in meta.methods:
         run.say(f"{workload.name} · {method} · repeat {repeat + 1}/{meta.repeats}")
-        private = _private_library(run, workload.name, method, repeat, inputs.cards)
+        earlier = _earlier_run(run, workload.name, method, run_seed)
+        if earlier is not None and (earlier / RESULT_FILE).is_file():  # finished before the stop
+            record = json.loads((earlier / RESULT_FILE).read_text())
+            rows.append({**_row(record, str(earlier), reference), "method": method,
+                         "workload": workload.name, "repeat": repeat, "seed": run_seed})
+            continue
+        private = _private_library(run, workload.name, method, repeat, inputs.cards,
+                                   fresh=earlier is None)
         try:
-            outcome = optimize(workload, start_spec, private,
+            outcome = optimize(workload, start_spec if earlier is None else None, private,
                                replace(options, method=method, seed=run_seed),
-                               runs_root=run.path / "runs", say=run.say, inputs=inputs)
+                               runs_root=run.path / "runs", say=run.say, inputs=inputs, resume=earlier)
             row = _row(outcome.record, str(outcome.run.path), reference)
         except RunStopped as exc:  # Ctrl-C: the bench stops, and says how to resume the bench
             raise KeyboardInterrupt from exc
-        except (MachineLoadedError, BrainError):
-            raise  # noise, a brain gone: no failure of the method; the bench stops
+        except (MachineLoadedError, BrainError, GateWaiting):
+            raise  # noise, a brain gone, a spool not drained yet: the bench stops, resumable
         except KlineageError as exc:
             row = _failed_row(str(exc), reference)
         row.update(method=method, workload=workload.name, repeat=repeat, seed=run_seed)
@@ -333,11 +351,32 @@ def sol_at(fraction: float | None, measured_ms: float | None, shown_ms: float | 
     return fraction * measured_ms / shown_ms
 
 
+def _earlier_run(run: Run, workload: str, method: str, seed: int) -> Path | None:
+    """This method's optimize run on this workload and seed from before the bench stopped, if
+    it finished or stopped cleanly (it logged its stop: Ctrl-C, a brain gone, a loaded machine,
+    a spool not drained). One killed mid-way (a Ray actor lost with its group) is not resumed:
+    the group's retry starts that method afresh, as it always did."""
+    found = None
+    for record in sorted((run.path / "runs").glob("*/run.json")):  # by start time: the last wins
+        meta = json.loads(record.read_text())
+        if (meta.get("kind"), meta.get("name"), meta.get("method"), meta.get("seed")) != (
+                "optimize", workload, method, seed):
+            continue
+        kinds = RunDir.open(record.parent).event_kinds()
+        found = record.parent if (record.parent / RESULT_FILE).is_file() or (
+            kinds and kinds[-1] == "run_interrupted") else None
+    return found
+
+
 def _private_library(run: Run, workload: str, method: str, repeat: int,
-                     cards: list[Any]) -> Library | None:
+                     cards: list[Any], fresh: bool = True) -> Library | None:
+    """The klineage method's own copy of the cards; ``fresh=False``: a resumed run's, with the
+    trials it wrote before the stop."""
     if method != "klineage":
         return None
     folder = run.path / "libraries" / f"{workload}-r{repeat}"
+    if not fresh and folder.is_dir():
+        return Library.open(folder)
     shutil.rmtree(folder, ignore_errors=True)  # a stopped repeat's trials: this one starts afresh
     library = Library.open(folder, create=True)
     for card in cards:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,17 +14,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from klineage.errors import ConfigError, KlineageError, MachineLoadedError, RunStopped
+from klineage.errors import ConfigError, GateWaiting, KlineageError, MachineLoadedError, RunStopped
 
 if TYPE_CHECKING:
     from klineage.executors import Executor
     from klineage.gate import GateOptions
     from klineage.workload import Workload
 
-__all__ = ["BackendOpt", "ExecutorOpt", "JsonOpt", "PatienceOpt", "PlainProgress", "QuickOpt", "RunsOpt",
-           "ThreadsOpt", "console", "err_console", "executing", "exit_status", "new_app", "parse_memory",
-           "run_gate_options", "user_errors",
-           "workload_at"]
+__all__ = ["BackendOpt", "ExecutorOpt", "JsonOpt", "NoWaitOpt", "PatienceOpt", "PlainProgress", "QuickOpt",
+           "RunsOpt", "ThreadsOpt", "console", "err_console", "executing", "exit_status", "new_app",
+           "parse_memory", "run_gate_options", "stop_line", "user_errors", "workload_at"]
 
 console = Console()
 err_console = Console(stderr=True)
@@ -60,16 +60,22 @@ ExecutorOpt = Annotated[str, typer.Option(
          "plain ray: RAY_ADDRESS, else a new local one), or spool:DIR, a folder that `klineage "
          "worker DIR` drains where the GPU is. See docs/scale.md.")]
 
+NoWaitOpt = Annotated[bool, typer.Option(
+    "--no-wait", help="With --executor spool:DIR: once every gate job it needs is in the spool, "
+                      "stop (exit status 3) instead of waiting for a worker; resume it once they "
+                      "are drained.")]
+
 
 @contextmanager
-def executing(text: str) -> Iterator[Executor]:
-    """The command's work runs on the executor ``--executor`` named."""
+def executing(text: str, wait: bool = True) -> Iterator[Executor]:
+    """The command's work runs on the executor ``--executor`` named (``wait=False``: a spool's
+    missing results stop it, ``GateWaiting``)."""
     from klineage.executors import executor_from, using
 
     def waiting(line: str) -> None:
         err_console.print(escape(line))
 
-    with using(executor_from(text, waiting=waiting)) as executor:
+    with using(executor_from(text, waiting=waiting, wait=wait)) as executor:
         yield executor
 
 
@@ -98,15 +104,23 @@ def new_app(name: str, help: str, completion: bool = False) -> typer.Typer:
 
 
 @contextmanager
-def user_errors() -> Iterator[None]:
-    """A klineage error becomes one red line and exit status 2, as under the root command."""
+def user_errors(as_json: bool = False) -> Iterator[None]:
+    """A klineage error becomes one red line and exit status 2, as under the root command; a
+    run left waiting for a spool is one line too (and, with ``as_json``, a JSON status)."""
     try:
         yield
     except KlineageError as exc:
-        # soft_wrap: a long message stays one line however narrow the terminal is.
-        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), highlight=False,
-                          soft_wrap=True)
+        if as_json and isinstance(exc, GateWaiting):
+            print(json.dumps({"status": "waiting", "jobs": exc.jobs, "message": str(exc)}))
+        stop_line(exc)
         raise typer.Exit(exit_status(exc)) from None
+
+
+def stop_line(exc: KlineageError) -> None:
+    """The one line a command ends with when it stops on a klineage error."""
+    # soft_wrap: a long message stays one line however narrow the terminal is.
+    label = ("waiting: ", "bold yellow") if isinstance(exc, GateWaiting) else ("error: ", "bold red")
+    err_console.print(Text.assemble(label, str(exc)), highlight=False, soft_wrap=True)
 
 
 def workload_at(path: Path, quick: bool) -> Workload:
@@ -135,11 +149,18 @@ BUSY_EXIT = 75
 machine stayed too busy to time on: a script can tell it from a mistake (2) and retry."""
 
 
+WAITING_EXIT = 3
+"""A command that stopped with gate jobs waiting in a spool (``--no-wait``): not a mistake (2) and
+not a busy machine (75); a script drains the spool, then resumes."""
+
+
 def exit_status(exc: KlineageError) -> int:
-    """2 for an error, ``BUSY_EXIT`` for a run the load stopped, 130 for a run stopped by
-    Ctrl-C (as for any interrupted program)."""
+    """2 for an error, ``BUSY_EXIT`` for a run the load stopped, ``WAITING_EXIT`` for one left
+    waiting for a spool, 130 for a run stopped by Ctrl-C (as for any interrupted program)."""
     if isinstance(exc, RunStopped) and exc.interrupted:
         return 130
+    if isinstance(exc, GateWaiting):
+        return WAITING_EXIT
     return BUSY_EXIT if isinstance(exc, MachineLoadedError) else 2
 
 

@@ -15,6 +15,7 @@ from klineage.cli._common import (
     BackendOpt,
     ExecutorOpt,
     JsonOpt,
+    NoWaitOpt,
     PatienceOpt,
     QuickOpt,
     RunsOpt,
@@ -59,6 +60,7 @@ def bench_command(
     resume: Annotated[Path | None, typer.Option(
         help="Continue this stopped bench (its suite, methods, repeats, seed and library).")] = None,
     executor: ExecutorOpt = "local",
+    no_wait: NoWaitOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Compare methods on the same workloads, gate and budget; print geomeans and failures."""
@@ -66,11 +68,11 @@ def bench_command(
     from klineage.optimize import OptimizeOptions
     from klineage.skills.library import Library
 
-    with user_errors():
+    with user_errors(as_json):
         if (suite is None) == (resume is None):
             raise ConfigError("bench: give a SUITE, or --resume RUN to continue a stopped bench")
         lib = Library.open(library) if library is not None else None
-        with console.status("", spinner="dots") as status, executing(executor):
+        with console.status("", spinner="dots") as status, executing(executor, wait=not no_wait):
             gate = run_gate_options(threads, backend, patience)
             settings = brain_settings(brain, budget if budget or resume else "gate_runs=6", config,
                                       record, replay, resume)

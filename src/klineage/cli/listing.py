@@ -77,7 +77,7 @@ def workloads_in(folder: Path) -> list[dict[str, Any]]:
 
 def runs_in(root: Path) -> list[dict[str, Any]]:
     """Every run folder in ``root`` (newest last) with its kind, name and state."""
-    from klineage.runs import RunDir, resume_command
+    from klineage.runs import RunDir, RunInterrupted, resume_command
 
     rows = []
     for meta in sorted(root.glob("*/run.json")) if root.is_dir() else ():
@@ -94,8 +94,11 @@ def runs_in(root: Path) -> list[dict[str, Any]]:
         if f"{kind}_finished" in kinds:
             state = "finished"
         elif kinds and kinds[-1] == "run_interrupted":
+            stops = run.events(RunInterrupted)
             hint = resume_command(kind, path, str(record.get("workload")), record.get("sizing") == "quick")
-            state = f"stopped: continue it with {hint}"
+            state = (f"waiting for {stops[-1].waiting} gate job(s): drain the spool, then continue "
+                     f"it with {hint} {stops[-1].flags}" if stops and stops[-1].waiting
+                     else f"stopped: continue it with {hint}")
         else:
             state = "not finished (killed, or still running)"
         rows.append({"run": str(path), "kind": kind, "name": str(record.get("name", "")),

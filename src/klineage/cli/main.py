@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -19,6 +20,7 @@ from klineage.cli._common import (
     BackendOpt,
     ExecutorOpt,
     JsonOpt,
+    NoWaitOpt,
     PatienceOpt,
     PlainProgress,
     QuickOpt,
@@ -31,11 +33,12 @@ from klineage.cli._common import (
     new_app,
     parse_memory,
     run_gate_options,
+    stop_line,
     user_errors,
     workload_at,
 )
 from klineage.cli._render import doctor_table, gate_summary_table, stage_table, verdict_style
-from klineage.errors import ConfigError, KlineageError
+from klineage.errors import ConfigError, GateWaiting, KlineageError
 
 app = new_app("klineage",
               "Learn when a kernel optimization is sound, under one compile/correctness/profile gate.",
@@ -54,6 +57,17 @@ def _root(
                                           help="Show the version and exit.")] = False,
 ) -> None:
     """klineage: verified optimization skills from expert kernel lineages."""
+
+
+@contextmanager
+def again_once_drained(as_json: bool) -> Iterator[None]:
+    """``gate --no-wait`` keeps no run: the same command, run again, takes the results up."""
+    with user_errors(as_json):
+        try:
+            yield
+        except GateWaiting as exc:
+            raise GateWaiting(f"{exc}; then run this command again (a job is never written "
+                              f"twice)", exc.jobs, exc.flags) from None
 
 
 @app.command()
@@ -78,6 +92,7 @@ def gate(
         help="How long a verdict the machine's load made 'unmeasurable' waits for a quieter "
              "moment and is gated again (0: the verdict stands).")] = 0.0,
     executor: ExecutorOpt = "local",
+    no_wait: NoWaitOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run the gate on one kernel (or all of a workload's variants, side by side on the
@@ -95,7 +110,8 @@ def gate(
     baseline = load_kernel(loaded, against) if against else None
     options = GateOptions(threads=threads, profile=not no_profile, secret_seed=seed, backend=backend,
                           limits=Limits(stall_s=timeout, memory_bytes=parse_memory(memory)))
-    with console.status("", spinner="dots") as status, executing(executor) as where:
+    with console.status("", spinner="dots") as status, executing(executor, wait=not no_wait) as where, \
+            again_once_drained(as_json):
         device = device_of(options.backend_for(kernels[0].language))
 
         def shown(name: str) -> Callable[[str, str], None] | None:
@@ -183,6 +199,7 @@ def mine(
     backend: BackendOpt = None,
     patience: PatienceOpt = None,
     executor: ExecutorOpt = "local",
+    no_wait: NoWaitOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Backward walk → lineage → re-derivation → skill cards → admission → library."""
@@ -192,14 +209,14 @@ def mine(
     from klineage.mine import mine as run_mine
     from klineage.workload import load_kernel
 
-    with user_errors():
+    with user_errors(as_json):
         loaded = workload_at(workload, quick)
         settings_ = brain_settings(brain, budget, config, record, replay, resume)
         options = MineOptions(
             **settings_, limits=WalkLimits(max_steps=max_steps, max_rejections=max_rejections),
             gate=run_gate_options(threads, backend, patience),
             admit_on=tuple(Path(p) for p in admit_on.split(",") if p) if admit_on is not None else None)
-        with console.status("", spinner="dots") as status, executing(executor):
+        with console.status("", spinner="dots") as status, executing(executor, wait=not no_wait):
             kernel = load_kernel(loaded, expert) if resume is None else None  # the run has its own
             result = run_mine(loaded, kernel, runs, library, options, resume,
                               say=None if as_json else (lambda line: status.update(escape(line))))
@@ -363,7 +380,7 @@ def main() -> None:
     try:
         app()
     except KlineageError as exc:
-        _error_line(str(exc))
+        stop_line(exc)
         sys.exit(exit_status(exc))
     except OSError as exc:
         if os.environ.get("KLINEAGE_TRACEBACK"):

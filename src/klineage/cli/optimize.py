@@ -15,6 +15,7 @@ from klineage.cli._common import (
     BackendOpt,
     ExecutorOpt,
     JsonOpt,
+    NoWaitOpt,
     PatienceOpt,
     QuickOpt,
     RunsOpt,
@@ -59,6 +60,7 @@ def optimize_command(
     quick: QuickOpt = False,
     patience: PatienceOpt = None,
     executor: ExecutorOpt = "local",
+    no_wait: NoWaitOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Apply skills (or a baseline) under the gate within a budget; print the best kernel."""
@@ -66,7 +68,7 @@ def optimize_command(
     from klineage.skills.library import Library
     from klineage.workload import load_kernel
 
-    with user_errors():
+    with user_errors(as_json):
         if method not in METHODS:
             raise ConfigError(f"--method: unknown method {method!r} (one of {', '.join(METHODS)})")
         if method in ("klineage", "klineage-nowhen") and library is None and resume is None:
@@ -76,7 +78,7 @@ def optimize_command(
         options = OptimizeOptions(**brain_settings(brain, budget, config, record, replay, resume),
                                   method=method, seed=seed, sol_target=sol_target, memory=memory,
                                   gate=run_gate_options(threads, backend, patience))
-        with console.status("", spinner="dots") as status, executing(executor):
+        with console.status("", spinner="dots") as status, executing(executor, wait=not no_wait):
             kernel = load_kernel(loaded, start) if resume is None else None  # the run has its own
             result = optimize(loaded, kernel, lib, options, runs_root=runs,
                               say=None if as_json else (lambda line: status.update(escape(line))),

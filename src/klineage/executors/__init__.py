@@ -3,7 +3,7 @@ machine's cores and runs jobs in this process; ``ray`` spreads both over a Ray c
 ``spool`` writes jobs to a folder that ``klineage worker`` drains where the device is. Timed
 runs stay exclusive per device either way (one timing slot per device, and the gate's device lock).
 
-A command picks its executor once (``--executor local|ray[:ADDRESS]``) and runs under ``using``;
+A command picks its executor once (``--executor local|ray[:ADDRESS]|spool:DIR``) and runs under ``using``;
 the gate sessions and stages beneath it ask ``current()``. A job running inside a slot sees the
 local executor: its work is already placed."""
 
@@ -41,11 +41,16 @@ def using(executor: Executor) -> Iterator[Executor]:
         _current.reset(token)
 
 
-def executor_from(text: str, waiting: Callable[[str], None] | None = None) -> Executor:
+def executor_from(text: str, waiting: Callable[[str], None] | None = None,
+                  wait: bool = True) -> Executor:
     """``local``, ``ray`` (RAY_ADDRESS, or a new local cluster), ``ray:ADDRESS`` (HOST:PORT of a
     running cluster's head, or a ``ray://`` client address) or ``spool:DIR`` (a folder a
-    ``klineage worker`` drains where the device is; ``waiting`` hears how many jobs wait)."""
+    ``klineage worker`` drains where the device is; ``waiting`` hears how many jobs wait, and
+    ``wait=False`` stops the command instead, ``GateWaiting``)."""
     kind, _, address = text.partition(":")
+    if not wait and kind != "spool":
+        raise ConfigError("--no-wait is for --executor spool:DIR (other executors run every job "
+                          "before they answer)")
     if kind == "local" and not address:
         return LocalExecutor()
     if kind == "spool":
@@ -53,7 +58,7 @@ def executor_from(text: str, waiting: Callable[[str], None] | None = None) -> Ex
             raise ConfigError("--executor spool:DIR needs the spool folder")
         from klineage.executors.spool import SpoolExecutor
 
-        return SpoolExecutor(Path(address).expanduser(), waiting=waiting)
+        return SpoolExecutor(Path(address).expanduser(), waiting=waiting, wait=wait)
     if kind != "ray":
         raise ConfigError(f"--executor: expected local, ray, ray:ADDRESS or spool:DIR, got {text!r}")
     try:

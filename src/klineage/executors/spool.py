@@ -14,8 +14,10 @@ local gate trusts them: the job is data (no pickle), its files land only under a
 (no absolute paths, no ``..``), and the workload's fingerprint must match its files. The
 submitting side accepts only a result whose hash is that of a job it wrote, once.
 
-What this file does not do yet: stop a run cleanly as ``waiting`` and resume it (``map``
-waits, showing how many jobs are waiting and the command that drains them).
+While results are missing, ``map`` waits, saying every 30 s how many jobs wait and the command
+that drains them; with ``wait=False`` (``--no-wait``) it raises ``GateWaiting`` instead, once every
+job is written: a run stops there, kept, and its ``--resume`` takes the results up (a job already
+answered is never written again, so a resume costs no second round).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from klineage.backends import Backend, get_backend
-from klineage.errors import ConfigError, KlineageError
+from klineage.errors import ConfigError, GateWaiting, KlineageError
 from klineage.executors.base import Item, Result
 from klineage.executors.local import LocalExecutor
 from klineage.workload import KernelSpec, Workload
@@ -75,12 +77,14 @@ class SpoolExecutor:
     name = "spool"
 
     def __init__(self, folder: Path, poll_s: float = POLL_S,
-                 waiting: Callable[[str], None] | None = None):
+                 waiting: Callable[[str], None] | None = None, wait: bool = True):
         self.folder = Path(folder)
         for name in _FOLDERS:
             (self.folder / name).mkdir(parents=True, exist_ok=True)
         self.poll_s = poll_s
         self.waiting = waiting or (lambda line: None)
+        self.wait = wait
+        """False: a result not there yet stops the command (``GateWaiting``) instead."""
 
     def prebuild(self, backend: Backend, kernels: Sequence[KernelSpec]) -> None:
         return None  # the worker builds: its compiler matches its device
@@ -96,8 +100,8 @@ class SpoolExecutor:
         from klineage.gate.session import run_task
 
         if job is not run_task:
-            raise ConfigError("--executor spool runs gate jobs only (a bench group's own "
-                              "optimize runs need the brain where the run is)")
+            yield from self._here(job, items)
+            return
         waiting: dict[str, list[int]] = {}  # the same job twice is gated once
         for index, item in enumerate(items):
             record = job_record(item)
@@ -113,12 +117,36 @@ class SpoolExecutor:
                     result = _result_of(done, name)
                     for index in waiting.pop(name):
                         yield index, result
+            if waiting and not self.wait:
+                raise self._waiting(len(waiting))
             if waiting and time.monotonic() - last_said > 30:
                 last_said = time.monotonic()
                 self.waiting(f"{len(waiting)} gate job(s) waiting in {self.folder} (drain them "
                              f"where the device is: klineage worker {self.folder})")
             if waiting:
                 time.sleep(self.poll_s)
+
+
+    def _here(self, job: Callable[[Item], Result], items: Sequence[Item]) -> Iterator[tuple[int, Result]]:
+        """A job that is not one gate run (a bench's expert timing, a group of optimize runs)
+        runs here, where the brain is; the gate jobs inside it come back to this spool. With
+        ``wait=False`` every item goes as far as its first missing result, so one round of a
+        worker gates all of them, then the stop counts them all."""
+        waiting = 0
+        for index, item in enumerate(items):
+            try:
+                result = job(item)
+            except GateWaiting as exc:
+                waiting += exc.jobs
+                continue
+            yield index, result
+        if waiting:
+            raise self._waiting(waiting)
+
+    def _waiting(self, jobs: int) -> GateWaiting:
+        return GateWaiting(f"{jobs} gate job(s) wait in {self.folder}: drain them where the device "
+                           f"is (klineage worker {self.folder} --once)", jobs=jobs,
+                           flags=f"--executor spool:{self.folder} --no-wait")
 
 
 def serve(folder: Path, once: bool = False, stale_s: float = STALE_S, poll_s: float = POLL_S,

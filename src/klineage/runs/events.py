@@ -74,4 +74,8 @@ class RunInterrupted(Event):
 
     event: Literal["run_interrupted"] = "run_interrupted"
     reason: str
+    waiting: int = 0
+    """Gate jobs left waiting in a spool (``--no-wait``): how many."""
+    flags: str = ""
+    """What the resume command needs besides ``--resume`` (the spool's ``--executor``)."""
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from pydantic import ConfigDict, Field, ValidationError
 
-from klineage.errors import BrainError, ConfigError, MachineLoadedError, RunStopped
+from klineage.errors import BrainError, ConfigError, GateWaiting, MachineLoadedError, RunStopped
 from klineage.runs.budget import Budget, Charge, Meter
 from klineage.runs.events import Event, RunInterrupted, RunStarted, Tagged, now
 from klineage.runs.rundir import RunDir, new_run_id, write_atomic
@@ -133,8 +133,9 @@ class Run(RunDir):
 
     @contextmanager
     def stoppable(self, resume_command: str) -> Iterator[None]:
-        """Ctrl-C, a brain that cannot go on, or a machine too loaded to time on stops the run
-        where it is: the stop is logged and the error says where the run is and how to continue."""
+        """Ctrl-C, a brain that cannot go on, a machine too loaded to time on, or gate jobs left
+        waiting in a spool (``--no-wait``) stops the run where it is: the stop is logged and the
+        error says where the run is and how to continue."""
         with self._noting_ctrl_c():
             try:
                 yield
@@ -148,6 +149,11 @@ class Run(RunDir):
                 cause = str(exc).split(KEPT_AT)[0].rstrip(".")
                 self.log(RunInterrupted(reason=cause))
                 raise type(exc)(f"{cause}{KEPT_AT}{self.path}: continue it with {resume_command}") from exc
+            except GateWaiting as exc:  # --no-wait: the results come back to a resume
+                cause = str(exc).split(KEPT_AT)[0].rstrip(".")
+                self.log(RunInterrupted(reason=cause, waiting=exc.jobs, flags=exc.flags))
+                raise GateWaiting(f"{cause}{KEPT_AT}{self.path}: then continue it with "
+                                  f"{resume_command} {exc.flags}", exc.jobs, exc.flags) from None
 
     @contextmanager
     def _noting_ctrl_c(self) -> Iterator[None]:

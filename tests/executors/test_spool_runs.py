@@ -1,0 +1,85 @@
+"""A run split by a spool, end to end: the run where the brain is, stopped with ``--no-wait``
+at each gate job and resumed; a worker in its own process and folder, killed once mid-job; the
+job re-queued and gated by the next worker; nothing lost or charged twice, and every step the
+one a local run takes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import FIXTURES
+from klineage.errors import GateWaiting
+from klineage.executors import using
+from klineage.executors.spool import SpoolExecutor, serve
+from klineage.optimize import OptimizeOptions, optimize
+from klineage.runs import Budget, RunDir
+from klineage.runs.budget import Charge
+from klineage.workload import load_kernel, load_workload
+
+CLI = [sys.executable, "-c", "from klineage.cli import main; main()"]
+
+
+def _options(null_gate) -> OptimizeOptions:
+    return OptimizeOptions(method="rules-table", budget=Budget(gate_runs=3), gate=null_gate)
+
+
+def _until(condition, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+def test_a_run_split_by_a_spool_with_a_worker_killed_mid_job_is_the_local_run(null_gate, tmp_path):
+    axpy = load_workload(FIXTURES / "axpy")
+    local = optimize(axpy, load_kernel(axpy, "plain"), None, _options(null_gate),
+                     runs_root=tmp_path / "local")
+    spool, gpu_node = tmp_path / "spool", tmp_path / "gpu-node"
+    gpu_node.mkdir()
+    # the first stop, from the command line: exit status 3, what waits and how to go on
+    started = subprocess.run([*CLI, "optimize", str(FIXTURES / "axpy"), "--start", "plain",
+                              "--method", "rules-table", "--budget", "gate_runs=3", "--backend", "null",
+                              "--runs", str(tmp_path / "split"), "--executor", f"spool:{spool}",
+                              "--no-wait", "--json"], capture_output=True, text=True, timeout=300)
+    assert started.returncode == 3, started.stderr
+    status = json.loads(started.stdout)
+    assert status["status"] == "waiting" and status["jobs"] == 1
+    assert f"klineage worker {spool} --once" in status["message"]
+    run = Path(re.search(r"--resume (\S+)", status["message"]).group(1))
+    assert f"--executor spool:{spool} --no-wait" in status["message"]
+    # a worker in its own process and folder takes the job and is killed while it gates it
+    worker = subprocess.Popen([*CLI, "worker", str(spool)], cwd=gpu_node, start_new_session=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _until(lambda: any((spool / "claimed").iterdir()))
+    os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait()
+    assert not any((spool / "done").iterdir()), "the job finished before the kill"
+    time.sleep(1.2)  # the claim goes stale: the next worker puts it back and gates it
+    drained = subprocess.run([*CLI, "worker", str(spool), "--once", "--stale", "1", "--json"],
+                             cwd=gpu_node, capture_output=True, text=True, timeout=300)
+    assert drained.returncode == 0 and len(drained.stdout.splitlines()) == 1, drained.stderr
+    stops = 1
+    while True:
+        with using(SpoolExecutor(spool, wait=False)):
+            try:
+                split = optimize(axpy, None, None, _options(null_gate), resume=run)
+                break
+            except GateWaiting:
+                stops += 1
+        assert serve(spool, once=True) >= 1
+    assert stops >= 4
+    assert ([(s["verdict"], s["kept"], s["candidate"]) for s in split.record["steps"]]
+            == [(s["verdict"], s["kept"], s["candidate"]) for s in local.record["steps"]])
+    assert split.record["best_state"] == local.record["best_state"]
+    charged = [c.what for c in RunDir.open(run).events(Charge) if c.kind == "gate"]
+    assert len(charged) == len(set(charged)) == split.record["spent"]["gate_runs"] \
+        == local.record["spent"]["gate_runs"]
+    assert not any((spool / "pending").iterdir()) and not any((spool / "claimed").iterdir())
+    assert len(list((spool / "done").glob("*.json"))) == stops
