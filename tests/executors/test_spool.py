@@ -74,6 +74,15 @@ def test_a_job_carries_the_exact_bytes_it_gates(tmp_path):
     assert record["job"] == _hash(record) and "kernels/plain/kernel.c" not in record["workload"]["files"]
 
 
+def test_a_run_finds_its_own_results_and_another_run_measures_anew():
+    from dataclasses import replace
+
+    task = _task("plain")
+    mine, again = replace(task, origin="run-a/k"), replace(task, origin="run-a/k")
+    other = replace(task, origin="run-b/k")  # a bench's next repeat: the same kernel, timed anew
+    assert job_record(mine)["job"] == job_record(again)["job"] != job_record(other)["job"]
+
+
 def test_two_workers_run_each_job_once(tmp_path):
     spool = tmp_path / "spool"
     executor = SpoolExecutor(spool)

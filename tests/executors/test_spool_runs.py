@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from conftest import FIXTURES
+from klineage.bench import bench, resume_bench
 from klineage.errors import GateWaiting
 from klineage.executors import using
 from klineage.executors.spool import SpoolExecutor, serve
@@ -83,3 +84,31 @@ def test_a_run_split_by_a_spool_with_a_worker_killed_mid_job_is_the_local_run(nu
         == local.record["spent"]["gate_runs"]
     assert not any((spool / "pending").iterdir()) and not any((spool / "claimed").iterdir())
     assert len(list((spool / "done").glob("*.json"))) == stops
+
+
+def test_a_bench_through_a_spool_in_rounds_is_the_local_bench(null_gate, tmp_path):
+    # Each round goes as far as every group can; a resume keeps the methods' finished runs and
+    # resumes the stopped one; the judging side by side waits for the spool like the rest.
+    options = OptimizeOptions(budget=Budget(gate_runs=2), gate=null_gate)
+    local = bench(FIXTURES / "dot", None, ["none", "rules-table"], options,
+                  runs_root=tmp_path / "local", seed=3)
+    spool, path, rounds = tmp_path / "spool", None, 0
+    while True:
+        with using(SpoolExecutor(spool, wait=False)):
+            try:
+                split = (resume_bench(path, options=options) if path else
+                         bench(FIXTURES / "dot", None, ["none", "rules-table"], options,
+                               runs_root=tmp_path / "split", seed=3))
+                break
+            except GateWaiting as exc:
+                path = Path(re.search(r"--resume (\S+)", str(exc)).group(1))
+                rounds += 1
+        assert serve(spool, once=True) >= 1
+    assert rounds >= 3
+
+    def rows(result):
+        return [(r["method"], r["status"], r["best_state"], round(r["speedup_vs_start"], 6), r["reason"])
+                for r in result.record["results"]]
+
+    assert rows(split) == rows(local)
+    assert len(list((path / "runs").iterdir())) == 2, "one optimize run per method, resumed, not redone"

@@ -302,8 +302,8 @@ def _judge_side_by_side(run: Run, workload: Workload, start_spec: Any, rows: lis
         for fingerprint, folder in best.items():
             try:
                 judged[fingerprint] = 1 / gate.compare(start, KernelState.load(folder, workload)).ratio
-            except MachineLoadedError:
-                raise
+            except (MachineLoadedError, GateWaiting):
+                raise  # the bench stops, resumable: no number of the row's
             except KlineageError as exc:  # the row keeps its run's number, and says why
                 judged[fingerprint] = None
                 for row in rows:

@@ -65,6 +65,7 @@ def job_record(task: Any) -> dict[str, Any]:
         "against": _kernel_record(task.against) if task.against is not None else None,
         "backend": task.backend.name,
         "options": _options_record(task.options),
+        "origin": task.origin,
     }
     record["job"] = _hash(record)
     return record

@@ -68,6 +68,10 @@ class GateTask:
     """Only the paired comparison with ``against`` (``compare_kernels``), no gate."""
     progress: ProgressFn | None = None
     """Only for jobs run in this process (a remote worker's progress is not shown)."""
+    origin: str = ""
+    """Who asked (a run's folder and gate session): a spool answers the same job of the same
+    origin once, so a resumed run finds its results, and another run (a bench's next repeat)
+    measures anew. Empty: any identical job (``klineage gate`` run again takes its result up)."""
 
 
 def run_task(task: GateTask) -> GateReport | Comparison:
@@ -185,7 +189,8 @@ class GateSession:
         here = not current().remote(device_of(backend))  # a remote job's progress is not shown
         return GateTask(self.workload, self.spec(state), backend, options,
                         against=self.spec(baseline) if baseline is not None else None,
-                        compare_only=baseline is not None, progress=self.progress if here else None)
+                        compare_only=baseline is not None, progress=self.progress if here else None,
+                        origin=f"{self.run.path.name}/{self.key}")
 
     def _jobs(self, tasks: list[GateTask]) -> Iterator[tuple[int, Any]]:
         if not tasks:
