@@ -12,13 +12,18 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
+
+import pytest
 
 from conftest import FIXTURES
 from klineage.bench import bench, resume_bench
-from klineage.errors import GateWaiting
+from klineage.cli._common import run_gate_options
+from klineage.errors import ConfigError, GateWaiting
 from klineage.executors import using
 from klineage.executors.spool import SpoolExecutor, serve
+from klineage.gate import GateOptions
 from klineage.optimize import OptimizeOptions, optimize
 from klineage.runs import Budget, RunDir
 from klineage.runs.budget import Charge
@@ -27,8 +32,10 @@ from klineage.workload import load_kernel, load_workload
 CLI = [sys.executable, "-c", "from klineage.cli import main; main()"]
 
 
-def _options(null_gate) -> OptimizeOptions:
-    return OptimizeOptions(method="rules-table", budget=Budget(gate_runs=3), gate=null_gate)
+def _options() -> OptimizeOptions:
+    """What ``klineage optimize --backend null`` runs with: a resume must use the same."""
+    return OptimizeOptions(method="rules-table", budget=Budget(gate_runs=3),
+                           gate=run_gate_options(None, "null", None))
 
 
 def _until(condition, timeout_s: float = 120.0) -> None:
@@ -38,9 +45,9 @@ def _until(condition, timeout_s: float = 120.0) -> None:
         time.sleep(0.005)
 
 
-def test_a_run_split_by_a_spool_with_a_worker_killed_mid_job_is_the_local_run(null_gate, tmp_path):
+def test_a_run_split_by_a_spool_with_a_worker_killed_mid_job_is_the_local_run(tmp_path):
     axpy = load_workload(FIXTURES / "axpy")
-    local = optimize(axpy, load_kernel(axpy, "plain"), None, _options(null_gate),
+    local = optimize(axpy, load_kernel(axpy, "plain"), None, _options(),
                      runs_root=tmp_path / "local")
     spool, gpu_node = tmp_path / "spool", tmp_path / "gpu-node"
     gpu_node.mkdir()
@@ -54,7 +61,9 @@ def test_a_run_split_by_a_spool_with_a_worker_killed_mid_job_is_the_local_run(nu
     assert status["status"] == "waiting" and status["jobs"] == 1
     assert f"klineage worker {spool} --once" in status["message"]
     run = Path(re.search(r"--resume (\S+)", status["message"]).group(1))
-    assert f"--executor spool:{spool} --no-wait" in status["message"]
+    assert f"--resume {run} --backend null --executor spool:{spool} --no-wait" in status["message"]
+    with pytest.raises(ConfigError, match="started with other gate options"):  # not another gate
+        optimize(axpy, None, None, replace(_options(), gate=GateOptions(backend="null")), resume=run)
     # a worker in its own process and folder takes the job and is killed while it gates it
     worker = subprocess.Popen([*CLI, "worker", str(spool)], cwd=gpu_node, start_new_session=True,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -70,12 +79,14 @@ def test_a_run_split_by_a_spool_with_a_worker_killed_mid_job_is_the_local_run(nu
     while True:
         with using(SpoolExecutor(spool, wait=False)):
             try:
-                split = optimize(axpy, None, None, _options(null_gate), resume=run)
+                split = optimize(axpy, None, None, _options(), resume=run)
                 break
             except GateWaiting:
                 stops += 1
         assert serve(spool, once=True) >= 1
-    assert stops >= 4
+    # one round for the start kernel, one per candidate (its gate and its comparison with the
+    # best, placed together), one for the final comparison: 6 jobs in 4 rounds
+    assert stops == 4
     assert ([(s["verdict"], s["kept"], s["candidate"]) for s in split.record["steps"]]
             == [(s["verdict"], s["kept"], s["candidate"]) for s in local.record["steps"]])
     assert split.record["best_state"] == local.record["best_state"]
@@ -83,7 +94,7 @@ def test_a_run_split_by_a_spool_with_a_worker_killed_mid_job_is_the_local_run(nu
     assert len(charged) == len(set(charged)) == split.record["spent"]["gate_runs"] \
         == local.record["spent"]["gate_runs"]
     assert not any((spool / "pending").iterdir()) and not any((spool / "claimed").iterdir())
-    assert len(list((spool / "done").glob("*.json"))) == stops
+    assert len(list((spool / "done").glob("*.json"))) == 6
 
 
 def test_a_bench_through_a_spool_in_rounds_is_the_local_bench(null_gate, tmp_path):

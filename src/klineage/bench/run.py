@@ -48,7 +48,7 @@ from klineage.optimize import DEFAULT_BUDGET, METHODS, OptimizeOptions, optimize
 from klineage.optimize.loop import RESULT_FILE
 from klineage.optimize.memory import MemoryStore
 from klineage.optimize.records import CORRECT, NO_KERNEL
-from klineage.runs import Event, Run, RunDir, RunMeta, check_resume
+from klineage.runs import Event, Run, RunDir, RunMeta, check_resume, resume_command
 from klineage.skills.library import Library
 from klineage.workload import KernelState, Workload, load_kernel, load_workload
 
@@ -127,7 +127,8 @@ def bench(suite: Path, library: Library | None, methods: list[str],
         name=suite.name, suite=str(suite), methods=methods, budget=options.budget, brain=options.brain,
         repeats=repeats, seed=seed if seed is not None else secrets.randbits(20),
         sizing="quick" if quick else "full", library=str(library.root) if library else None,
-        start=start, expert=expert, memory=str(options.memory) if options.memory else None), say=say)
+        start=start, expert=expert, memory=str(options.memory) if options.memory else None,
+        gate=options.gate.sizing()), say=say)
     return _run_grid(run, folders, library, options, memory, done=[])
 
 
@@ -137,7 +138,7 @@ def resume_bench(path: Path, library: Library | None = None, options: OptimizeOp
     expert variants, library and memory. ``options`` gives the gate and, if set, a new budget for
     the runs still to come (logged); ``library``, if given, must be the run's own."""
     options = options or OptimizeOptions()
-    meta = check_resume(path, BenchMeta, brain=options.brain,
+    meta = check_resume(path, BenchMeta, brain=options.brain, gate=options.gate,
                         library=library.root if library else None)
     if library is None and meta.library:
         library = Library.open(Path(meta.library))
@@ -171,7 +172,7 @@ def _run_grid(run: Run, folders: list[Path], library: Library | None, options: O
     results = [row for key in kept for row in groups_done[key]]
     loaded = [load_workload(folder, quick=quick) for folder in folders]
     executor = current()
-    with run.stoppable(f"klineage bench --resume {run.path}"):
+    with run.stoppable(resume_command("bench", run.path, gate=meta.gate)):
         todo = []
         for folder, workload in zip(folders, loaded, strict=True):
             if all((workload.name, r) in kept for r in range(meta.repeats)):

@@ -95,7 +95,8 @@ def runs_in(root: Path) -> list[dict[str, Any]]:
             state = "finished"
         elif kinds and kinds[-1] == "run_interrupted":
             stops = run.events(RunInterrupted)
-            hint = resume_command(kind, path, str(record.get("workload")), record.get("sizing") == "quick")
+            hint = resume_command(kind, path, str(record.get("workload")), record.get("sizing") == "quick",
+                                  record.get("gate"))
             state = (f"waiting for {stops[-1].waiting} gate job(s): drain the spool, then continue "
                      f"it with {hint} {stops[-1].flags}" if stops and stops[-1].waiting
                      else f"stopped: continue it with {hint}")

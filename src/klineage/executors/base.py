@@ -39,6 +39,11 @@ class Executor(Protocol):
         """Whether jobs on ``device`` run outside this process (their items are pickled, and
         callbacks such as progress cannot go with them)."""
 
+    def ahead(self, job: Callable[[Item], Result], items: Sequence[Item], device: str = "cpu") -> None:
+        """Jobs whose results a later ``map`` will ask for: an executor that queues work elsewhere
+        (a spool) places them now, so they run in the same round as the jobs asked for first;
+        the others do nothing (their ``map`` runs them when asked)."""
+
     def map(self, job: Callable[[Item], Result], items: Sequence[Item],
             device: str = "cpu") -> Iterator[tuple[int, Result]]:
         """Run ``job(item)`` for every item, each in a timing slot of ``device``; yield

@@ -41,6 +41,9 @@ class LocalExecutor:
     def slots(self, device: str) -> int:
         return max(1, len(self._visible())) if device == "cuda" else 1
 
+    def ahead(self, job: Callable[[Item], Result], items: Sequence[Item], device: str = "cpu") -> None:
+        return None  # jobs run when ``map`` asks for them
+
     def remote(self, device: str) -> bool:
         return self.slots(device) > 1
 

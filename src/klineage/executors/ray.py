@@ -88,6 +88,9 @@ class RayExecutor:
     def slots(self, device: str) -> int:
         return len(self._timing_slots(device))
 
+    def ahead(self, job: Callable[[Item], Result], items: Sequence[Item], device: str = "cpu") -> None:
+        return None  # jobs run when ``map`` asks for them
+
     def remote(self, device: str) -> bool:
         return True
 

@@ -105,11 +105,7 @@ class SpoolExecutor:
             return
         waiting: dict[str, list[int]] = {}  # the same job twice is gated once
         for index, item in enumerate(items):
-            record = job_record(item)
-            waiting.setdefault(record["job"], []).append(index)
-            if not (self.folder / "done" / f"{record['job']}.json").is_file():
-                _write_atomically(self.folder / "pending" / f"{record['job']}.json",
-                                  json.dumps(record).encode())
+            waiting.setdefault(self._placed(item), []).append(index)
         last_said = 0.0
         while waiting:
             for name in list(waiting):
@@ -127,6 +123,23 @@ class SpoolExecutor:
             if waiting:
                 time.sleep(self.poll_s)
 
+
+    def ahead(self, job: Callable[[Item], Result], items: Sequence[Item], device: str = "cpu") -> None:
+        """Gate jobs a later ``map`` asks for go to ``pending/`` now: one worker round runs them
+        beside the jobs asked for first."""
+        from klineage.gate.session import run_task
+
+        if job is run_task:
+            for item in items:
+                self._placed(item)
+
+    def _placed(self, task: Any) -> str:
+        """The job's name; its file is in ``pending/`` unless ``done/`` answered it already."""
+        record = job_record(task)
+        if not (self.folder / "done" / f"{record['job']}.json").is_file():
+            _write_atomically(self.folder / "pending" / f"{record['job']}.json",
+                              json.dumps(record).encode())
+        return str(record["job"])
 
     def _here(self, job: Callable[[Item], Result], items: Sequence[Item]) -> Iterator[tuple[int, Result]]:
         """A job that is not one gate run (a bench's expert timing, a group of optimize runs)

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import json
 import math
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -63,6 +64,13 @@ class GateOptions:
 
     def backend_for(self, language: str) -> Backend:
         return get_backend(self.backend) if self.backend else backend_for(language)
+
+    def sizing(self) -> dict[str, Any]:
+        """What decides a gate result (as JSON data): every option but the secret seed, the
+        patience and whether to profile. A run records it, and resumes only with the same."""
+        sizing = asdict(replace(self, profile=False))
+        return json.loads(json.dumps({k: v for k, v in sizing.items()
+                                      if k not in ("secret_seed", "patience_s")}))
 
 
 def run_gate(

@@ -1,9 +1,10 @@
 """The gate as a run sees it: kernel states materialized in the run folder, gated once each.
 
 Five stages (mine's walk and re-derivation, admission, optimize, bench) gate kernel states
-through one ``GateSession`` per (run, workload). Reports and comparisons are kept next to the
-state's source, keyed by the workload's fingerprint and the gate's sizing, so a resumed run
-never gates the same thing twice and never reuses a report made for another size or workload.
+through one ``GateSession`` per (run, workload). Reports and comparisons are kept per state in
+the run's ``gates/`` (``RunDir.gate_dir``, apart from the kernel folder, whose every file is
+built), keyed by the workload's fingerprint and the gate's sizing, so a resumed run never gates
+the same thing twice and never reuses a report made for another size or workload.
 A time or comparison the gate found unmeasurable (a loaded machine) is not a result: it is not
 cached: the run waits for a quieter machine and times again for as long as the options'
 ``patience_s`` allows, then stops (``MachineLoadedError``) and can be resumed.
@@ -19,7 +20,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -99,9 +100,7 @@ class GateSession:
         self.meter = meter
         """Charged one gate run per gate actually run (cached reports and comparisons are free)."""
         self.progress = progress or (lambda stage, detail: None)
-        sizing = {k: v for k, v in asdict(replace(options, profile=False)).items()
-                  if k not in ("secret_seed", "patience_s")}
-        self.key = hashlib.sha256(json.dumps([workload.fingerprint(), sizing], sort_keys=True,
+        self.key = hashlib.sha256(json.dumps([workload.fingerprint(), options.sizing()], sort_keys=True,
                                               default=str).encode()).hexdigest()[:12]
 
     def spec(self, state: KernelState) -> KernelSpec:
@@ -181,7 +180,12 @@ class GateSession:
     def _report_file(self, state: KernelState, profile: bool) -> Path:
         # The same source may be gated against several workloads (admission): key by both.
         name = f"gate-{self.workload.name}-{self.key}{'-profile' if profile else ''}.json"
-        return self.run.state_dir(state.fingerprint) / name
+        return self._gate_dir(state) / name
+
+    def _gate_dir(self, state: KernelState) -> Path:
+        folder = self.run.gate_dir(state.fingerprint)
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
 
     def _task(self, state: KernelState, options: GateOptions,
               baseline: KernelState | None = None) -> GateTask:
@@ -197,10 +201,21 @@ class GateSession:
             return iter(())
         return current().map(run_task, tasks, device_of(tasks[0].backend))
 
+    def compare_ahead(self, baseline: KernelState, candidate: KernelState) -> None:
+        """The comparison a candidate needs if it passes, placed beside its gate run where the
+        executor queues work elsewhere (``Executor.ahead``: a spool's worker runs both in one
+        round, not two; the comparison runs even if the gate then refuses the candidate)."""
+        if not self._compare_file(baseline, candidate).is_file():
+            task = self._task(candidate, self.options, baseline)
+            current().ahead(run_task, [task], device_of(task.backend))
+
+    def _compare_file(self, baseline: KernelState, candidate: KernelState) -> Path:
+        key = f"compare-{self.workload.name}-{self.key}-{baseline.fingerprint}.json"
+        return self._gate_dir(candidate) / key
+
     def compare(self, baseline: KernelState, candidate: KernelState) -> Comparison:
         """Paired timing; ratio = time(candidate) / time(baseline)."""
-        key = f"compare-{self.workload.name}-{self.key}-{baseline.fingerprint}.json"
-        cached = self.run.state_dir(candidate.fingerprint) / key
+        cached = self._compare_file(baseline, candidate)
         if cached.is_file():
             return Comparison.model_validate_json(cached.read_text())
         task = self._task(candidate, self.options, baseline)

@@ -113,7 +113,7 @@ def mine(workload: Workload, expert: KernelSpec | None, runs_root: Path, library
          options: MineOptions = MineOptions(), resume: Path | None = None,
          say: SayFn | None = None) -> MineResult:
     resumed = check_resume(resume, MineMeta, workload, brain=options.brain,
-                           library=library) if resume else None
+                           library=library, gate=options.gate) if resume else None
     if resume is not None and resumed is not None:
         _refuse_finished(resume, resumed, options.budget)
     editor = get_editor(options.brain, options.config, record=options.record, replay=options.replay)
@@ -128,10 +128,11 @@ def mine(workload: Workload, expert: KernelSpec | None, runs_root: Path, library
         run = Run.create(runs_root, MineMeta(
             **MineMeta.about(workload), expert=expert.name, brain=options.brain,
             expert_state=expert_state.fingerprint, library=str(library) if library else None,
-            budget=options.budget or Budget()), say=say)
+            budget=options.budget or Budget(), gate=options.gate.sizing()), say=say)
     keep_exchanges(editor, run.path)
     brain = MeteredEditor(editor, run.meter)
-    with run.stoppable(resume_command("mine", run.path, str(workload.root), workload.quick)):
+    with run.stoppable(resume_command("mine", run.path, str(workload.root), workload.quick,
+                                      run.record.gate)):
         return _mine(workload, expert_state, run, library, options, brain)
 
 

@@ -190,7 +190,7 @@ def optimize(workload: Workload, start: KernelSpec | None, library: Library | No
     retrieval on the start kernel (``Choice.to_json`` rows) before the first candidate."""
     options = options or OptimizeOptions()
     say = say or (lambda _: None)
-    resumed = check_resume(resume, OptimizeMeta, workload, brain=options.brain,
+    resumed = check_resume(resume, OptimizeMeta, workload, brain=options.brain, gate=options.gate,
                            library=library.root if library else None) if resume else None
     editor = get_editor(options.brain, options.config, record=options.record, replay=options.replay)
     if resumed is not None:
@@ -221,12 +221,14 @@ def optimize(workload: Workload, start: KernelSpec | None, library: Library | No
             method=options.method, brain=options.brain, budget=options.budget or DEFAULT_BUDGET,
             seed=options.seed, sol_target=options.sol_target,
             library=str(library.root) if library else None,
-            memory=str(options.memory) if options.memory else None), say=say)
+            memory=str(options.memory) if options.memory else None,
+            gate=options.gate.sizing()), say=say)
         start_state.materialize(run.state_dir(start_state.fingerprint), workload)
     keep_exchanges(editor, run.path)
     loop = _Loop(run, workload, start_state, library, options, editor, inputs)
     loop.explain = explain or (lambda _method, _rows: None)
-    with run.stoppable(resume_command("optimize", run.path, str(workload.root), workload.quick)):
+    with run.stoppable(resume_command("optimize", run.path, str(workload.root), workload.quick,
+                                      run.record.gate)):
         return loop.run_to_end()
 
 
@@ -387,6 +389,7 @@ class _Loop:
         self.run.log(CandidateTaken(key=candidate.key, candidate=state.fingerprint,
                                     skill=candidate.skill, feature=candidate.feature))
         self.say(f"gating {describe(candidate.key, candidate.feature)}")
+        self.gate.compare_ahead(self.best, state)
         report = self.gate.check(state, profile=True)
         if not report.accepted:
             self._log(candidate, state, report.verdict.value, report.reason, None, False,

@@ -14,6 +14,7 @@ from klineage.errors import ConfigError
 from klineage.gate import GateReport
 from klineage.lineage import Lineage, Rejection, Transition
 from klineage.report._diff import reverse_diff
+from klineage.runs import RunDir
 from klineage.skills.card import SkillCard
 from klineage.skills.library import Library
 
@@ -116,7 +117,10 @@ def _run_cards(run_path: Path) -> list[SkillCard]:
 
 def _state(run_path: Path, lineage: Lineage, fingerprint: str) -> StateView:
     view = StateView(fingerprint=fingerprint, label=fingerprint[:8])
-    plain, profiled = _gate_reports(run_path / "states" / fingerprint, lineage.workload)
+    gates = RunDir(run_path).gate_dir(fingerprint)
+    if not gates.is_dir():  # a run made before reports moved out of the kernel folders
+        gates = RunDir(run_path).state_dir(fingerprint)
+    plain, profiled = _gate_reports(gates, lineage.workload)
     report = plain or profiled
     if report is not None:
         view.verdict, view.reason = report.verdict.value, report.reason

@@ -59,6 +59,9 @@ class RunMeta(Tagged):
     brain: str | None = None
     library: str | None = None
     budget: Budget = Field(default_factory=Budget)
+    gate: dict[str, Any] | None = None
+    """The gate options' sizing (``GateOptions.sizing``): a resume with others is refused (a
+    run gated half with one backend or thread count and half with another compares nothing)."""
 
     @classmethod
     def about(cls, workload: Workload) -> dict[str, Any]:
@@ -176,17 +179,21 @@ class Run(RunDir):
             signal.signal(signal.SIGINT, previous)
 
 
-def resume_command(kind: str, path: Path, workload: str | None = None, quick: bool = False) -> str:
+def resume_command(kind: str, path: Path, workload: str | None = None, quick: bool = False,
+                   gate: dict[str, Any] | None = None) -> str:
     """The command that continues the stopped run at ``path`` (a mine or optimize run names its
-    workload, with ``--quick`` where it was started so, or its resume is refused)."""
+    workload, with ``--quick`` where it was started so, and the gate options the command line
+    sets, ``--backend`` and ``--threads``, or its resume is refused)."""
+    flags = "".join(f" --{name} {(gate or {})[name]}" for name in ("backend", "threads")
+                    if (gate or {}).get(name) is not None)
     if kind in ("mine", "optimize"):
-        return f"klineage {kind} {workload}{' --quick' if quick else ''} --resume {path}"
-    return f"klineage {kind} --resume {path}"
+        return f"klineage {kind} {workload}{' --quick' if quick else ''} --resume {path}{flags}"
+    return f"klineage {kind} --resume {path}{flags}"
 
 
 def check_resume(path: Path, expected: type[M], workload: Workload | None = None, *,
                  brain: str | None = None, library: Path | None = None,
-                 finished: type[Event] | None = None) -> M:
+                 finished: type[Event] | None = None, gate: GateOptions | None = None) -> M:
     """The record of the run at ``path``, if it can be continued this way: as this kind of run,
     on the same workload at the same sizing, with the same brain and library (``brain`` and
     ``library``: what the user gave, None when not given), and, where ``finished`` is given, not
@@ -202,6 +209,14 @@ def check_resume(path: Path, expected: type[M], workload: Workload | None = None
                                 or Path(library).resolve() != Path(meta.library).resolve()):
         raise ConfigError(f"{path}: this run was started with --library {meta.library}, not "
                           f"{library}; resume it without --library (it uses its own)")
+    if gate is not None and meta.gate is not None and gate.sizing() != meta.gate:
+        other = sorted(k for k in {*meta.gate, *gate.sizing()}
+                       if meta.gate.get(k) != gate.sizing().get(k))
+        raise ConfigError(f"{path}: this run was started with other gate options ("
+                          + ", ".join(f"{k}: {meta.gate.get(k)!r}, now {gate.sizing().get(k)!r}"
+                                      for k in other)
+                          + "); resume it with the same ones (" + resume_command(
+                              meta.kind, path, meta.workload, meta.sizing == "quick", meta.gate) + ")")
     if finished is not None and RunDir.open(path).events(finished):
         raise ConfigError(f"{path}: this {meta.kind} run is finished, and its results stay as they "
                           f"are (klineage report {path} shows them); start a new run to measure again")

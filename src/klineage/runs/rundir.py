@@ -88,7 +88,14 @@ class RunDir:
         return records
 
     def state_dir(self, fingerprint: str) -> Path:
+        """The state's kernel folder: every file in it is built and hashed."""
         return self.path / "states" / fingerprint
+
+    def gate_dir(self, fingerprint: str) -> Path:
+        """What the gate said of a state (reports, comparisons), apart from its kernel folder: a
+        report written beside the source changed the kernel's content hash, so the same kernel
+        was built again for its comparison and a spool job for it was another job."""
+        return self.path / "gates" / fingerprint
 
     def write_json(self, name: str, data: Any) -> Path:
         path = self.path / name
