@@ -17,7 +17,9 @@ submitting side accepts only a result whose hash is that of a job it wrote, once
 While results are missing, ``map`` waits, saying every 30 s how many jobs wait and the command
 that drains them; with ``wait=False`` (``--no-wait``) it raises ``GateWaiting`` instead, once every
 job is written: a run stops there, kept, and its ``--resume`` takes the results up (a job already
-answered is never written again, so a resume costs no second round).
+answered is never written again, so a resume costs no second round). ``ahead`` writes jobs a
+later ``map`` will ask for (a candidate's comparison beside its gate run), and any other job (a
+bench's expert timing or group) runs here, its own gate jobs coming back to the spool.
 """
 
 from __future__ import annotations
