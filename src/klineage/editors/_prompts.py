@@ -91,7 +91,14 @@ def machine_text(language: str) -> str:
 
 def workload_text(workload: Workload) -> str:
     def tensor(t: Any) -> str:
-        return f"{t.name}: {t.dtype}[{', '.join(str(d) for d in t.shape)}]"
+        text = f"{t.name}: {t.dtype}[{', '.join(str(d) for d in t.shape)}]"
+        if t.order == "free":
+            text += " (each row in any order)"
+        if t.indexes:
+            source, _, values = t.indexes.partition(":")
+            text += (f" (distinct positions in the same row of {source} where {source} equals "
+                     f"{values}; ties may pick any)")
+        return text
 
     lines = [f"name: {workload.name}; op: {workload.op}",
              f"description: {workload.description or '(none)'}",

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["float_errors", "output_mismatch"]
+import numpy as np
+
+from klineage.workload.reference import to_numpy
+
+__all__ = ["float_errors", "output_mismatch", "rows_sorted", "selection_mismatch"]
 
 
 def output_mismatch(name: str, got: Any, want: Any, rtol: float, atol: float, kind: str) -> str | None:
@@ -94,3 +98,46 @@ def float_errors(got: Any, want: Any) -> tuple[float, float]:
     nonzero = scale > 0
     relative = float((difference[nonzero] / scale[nonzero]).max()) if int(nonzero.sum()) else 0.0
     return float(difference.max()), relative
+
+
+def rows_sorted(array: Any) -> Any:
+    """Each row (the last dim) in ascending order: an output whose order is free, compared as a
+    multiset (NaN sorts last in both libraries, and still matches nothing)."""
+    return array.sort(dim=-1).values if hasattr(array, "dim") else np.sort(array, axis=-1)
+
+
+def selection_mismatch(name: str, indices: Any, values: Any, source: Any, values_name: str,
+                       source_name: str) -> str | None:
+    """None when every row of ``indices`` holds distinct positions in the same row of ``source``
+    at which ``source`` equals ``values`` beside them (a top-k's indices, ties picking any); the
+    values themselves are compared with the reference's elsewhere. On the host: a few rows."""
+    picks = to_numpy(indices).astype(np.int64)
+    width = picks.shape[-1] if picks.ndim else 1
+    picks = picks.reshape(-1, width)
+    rows = picks.shape[0]
+    flat_source = to_numpy(source).astype(np.float64)
+    if flat_source.size % max(rows, 1):
+        return f"output {name!r}: {rows} rows of indices, but {source_name!r} has no row for each"
+    flat_source = flat_source.reshape(rows, -1)
+    length = flat_source.shape[1]
+    outside = (picks < 0) | (picks >= length)
+    if outside.any():
+        row, col = np.argwhere(outside)[0]
+        return (f"output {name!r}: {int(outside.sum())} indices outside [0, {length}); first at "
+                f"[{row}, {col}]: {int(picks[row, col])}")
+    ordered = np.sort(picks, axis=1)
+    repeated = (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
+    if repeated.any():
+        row = int(np.argmax(repeated))
+        return (f"output {name!r}: {int(repeated.sum())} rows name one position twice; first row "
+                f"{row}")
+    picked = np.take_along_axis(flat_source, picks, axis=1)
+    beside = to_numpy(values).astype(np.float64).reshape(rows, width)
+    wrong = ~(picked == beside)  # NaN equals nothing
+    if wrong.any():
+        row, col = np.argwhere(wrong)[0]
+        return (f"output {name!r}: {int(wrong.sum())} indices point at an element of "
+                f"{source_name!r} other than the {values_name!r} beside them; first at [{row}, "
+                f"{col}]: {source_name}[{row}, {int(picks[row, col])}] = {_value(picked[row, col])}, "
+                f"{values_name} = {_value(beside[row, col])}")
+    return None

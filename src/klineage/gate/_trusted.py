@@ -35,7 +35,7 @@ import numpy as np
 
 from klineage.backends._arenas import PAGE
 from klineage.backends.base import CAUGHT_IN_PROCESS_RC, Device
-from klineage.gate._compare import float_errors, output_mismatch
+from klineage.gate._compare import float_errors, output_mismatch, rows_sorted, selection_mismatch
 from klineage.gate._layout import (
     CANARY,
     GUARD,
@@ -289,11 +289,22 @@ class TrustedSession:
         want = run_reference(self.workload, self.reference, inputs, bufs.axes,
                              torch_device=device.torch_device)
         self.checks_done += 1
-        for spec, value in zip(self.workload.outputs, got, strict=True):
+        mine = {spec.name: value for spec, value in zip(self.workload.outputs, got, strict=True)}
+        for spec in self.workload.outputs:
+            value = mine[spec.name]
+            if spec.indexes:  # never the reference's indices: any of tied positions is right
+                source, _, values = spec.indexes.partition(":")
+                problem = selection_mismatch(spec.name, value, mine[values], inputs[source], values,
+                                             source)
+                if problem:
+                    return problem
+                continue
             rtol, atol = self.workload.tolerance_for(spec)
             kind = "bool" if spec.dtype == "bool" else "float" if dtype_info(spec.dtype).is_float else "int"
             got_native = device.native(value, spec.dtype)
             want_native = device.native(want[spec.name], spec.dtype)
+            if spec.order == "free":
+                got_native, want_native = rows_sorted(got_native), rows_sorted(want_native)
             if kind == "float" and tuple(got_native.shape) == tuple(want_native.shape):
                 absolute, relative = float_errors(got_native, want_native)
                 self.max_errors["absolute"] = max(self.max_errors["absolute"], absolute)

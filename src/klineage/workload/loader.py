@@ -87,6 +87,7 @@ def load_workload(path: str | Path, quick: bool = False) -> Workload:
     inputs = _tensors(fields, raw["inputs"], "inputs", axes)
     outputs = _tensors(fields, raw["outputs"], "outputs", axes)
     _unique_names(fields, axes, params, inputs, outputs)
+    _check_indexes(fields, inputs, outputs)
     tolerance, per_output = _tolerances(fields, raw.get("tolerance", {}), outputs)
     workload = Workload(
         root=root.resolve(),
@@ -147,7 +148,8 @@ def _tensors(fields: _Fields, raw: Any, section: str, axes: dict[str, int]) -> t
     for name, body in table.items():
         field = f"{section}.{name}"
         body = fields.typed(body, dict, field, "a table")
-        allowed = {"shape", "dtype"} | ({"init", "check_inits"} if section == "inputs" else set())
+        extra = {"init", "check_inits"} if section == "inputs" else {"order", "indexes"}
+        allowed = {"shape", "dtype"} | extra
         unknown = sorted(set(body) - allowed)
         if unknown:
             raise fields.fail(f"{field}.{unknown[0]}", f"unknown key (known: {', '.join(sorted(allowed))})")
@@ -175,8 +177,31 @@ def _tensors(fields: _Fields, raw: Any, section: str, axes: dict[str, int]) -> t
                 raise fields.fail(f"{field}.check_inits[{k}]", str(exc)) from exc
         if not name.isidentifier():
             raise fields.fail(field, "tensor names must be identifiers")
-        specs.append(TensorSpec(name=name, shape=shape, dtype=dtype, init=init, check_inits=tuple(checks)))
+        order = body.get("order", "fixed")
+        if order not in ("fixed", "free"):
+            raise fields.fail(f"{field}.order", f"must be 'fixed' or 'free', got {order!r}")
+        indexes = fields.typed(body.get("indexes", ""), str, f"{field}.indexes", "'INPUT:VALUES'")
+        if indexes and not dtype.startswith(("int", "uint")):
+            raise fields.fail(f"{field}.indexes", f"indices are integers, not {dtype}")
+        specs.append(TensorSpec(name=name, shape=shape, dtype=dtype, init=init, check_inits=tuple(checks),
+                                order=order, indexes=indexes))
     return tuple(specs)
+
+
+def _check_indexes(fields: _Fields, inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...]) -> None:
+    """An ``indexes`` output names an input and another output of its own shape."""
+    by_name = {t.name: t for t in (*inputs, *outputs)}
+    for spec in outputs:
+        if not spec.indexes:
+            continue
+        source, _, values = spec.indexes.partition(":")
+        field = f"outputs.{spec.name}.indexes"
+        if source not in {t.name for t in inputs}:
+            raise fields.fail(field, f"{source!r} is not an input (expected 'INPUT:VALUES')")
+        if values not in {t.name for t in outputs} or values == spec.name:
+            raise fields.fail(field, f"{values!r} is not another output (expected 'INPUT:VALUES')")
+        if by_name[values].shape != spec.shape:
+            raise fields.fail(field, f"output {values!r} must have the indices' shape {list(spec.shape)}")
 
 
 def _dim(fields: _Fields, dim: Any, field: str, axes: dict[str, int]) -> str | int:

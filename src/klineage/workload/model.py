@@ -36,6 +36,17 @@ class TensorSpec(BaseModel):
         description="More distributions correctness is checked on (never timed), each an init "
         "with an optional shaping: 'INIT|sorted', '|constant_rows', '|duplicates'.",
     )
+    order: Literal["fixed", "free"] = Field(
+        default="fixed",
+        description="Outputs: 'free' compares each row (the last dim) with the reference's as a "
+        "multiset, in any order (a top-k's values, unsorted).",
+    )
+    indexes: str = Field(
+        default="",
+        description="Outputs: 'INPUT:VALUES' makes each row distinct positions in the same row of "
+        "input INPUT at which INPUT equals output VALUES (a top-k's indices: ties may pick any); "
+        "checked by that rule, never against the reference's own indices.",
+    )
 
     def dims(self, axes: dict[str, int]) -> tuple[int, ...]:
         """Concrete dims for one set of axis values."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from typing import Any
@@ -41,8 +42,12 @@ def run_reference(
     path = workload.reference_path
     if workload.framework == "torch":
         inputs = _as_torch(inputs, torch_device)
+    # An axis the reference names as a parameter is passed too (a top-k's K: no input's shape
+    # says it); axis, param and tensor names never collide (the loader refuses that).
+    named = _parameters(reference)
+    sizes = {name: size for name, size in axes.items() if name in named}
     try:
-        result = reference(**inputs, **workload.params)
+        result = reference(**inputs, **workload.params, **sizes)
     except Exception as exc:  # the user's reference: report it as a workload mistake
         raise WorkloadError(f"{path}: reference raised {type(exc).__name__}: {exc}") from exc
     if not isinstance(result, dict):
@@ -59,6 +64,13 @@ def run_reference(
                 f"{path}: output {spec.name!r} has shape {got}; workload.toml says {want} at {axes}"
             )
     return result
+
+
+def _parameters(reference: Callable[..., Any]) -> set[str]:
+    try:
+        return set(inspect.signature(reference).parameters)
+    except (TypeError, ValueError):  # a builtin or C callable: no names to offer
+        return set()
 
 
 def host_float64(value: Any) -> np.ndarray:
