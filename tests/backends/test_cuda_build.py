@@ -18,6 +18,7 @@ pytestmark = pytest.mark.skipif(shutil.which(settings.nvcc()) is None and
 
 CUDA_EXAMPLES = sorted(p for p in (REPO / "examples" / "workloads" / "cuda").glob("*")
                        if (p / "workload.toml").is_file())
+STAGED = sorted(p for p in (REPO / "examples" / "paper").glob("*") if (p / "workload.toml").is_file())
 
 
 @pytest.fixture(autouse=True)
@@ -68,11 +69,12 @@ def test_ptxas_report_parsing():
     assert report["total_spill_bytes"] == 12
 
 
-@pytest.mark.parametrize("folder", CUDA_EXAMPLES, ids=lambda p: p.name)
+@pytest.mark.parametrize("folder", CUDA_EXAMPLES + STAGED, ids=lambda p: p.name)
 def test_cuda_examples_compile_clean(folder):
+    """Every example's naive and expert (a staged paper workload: every kernel it has so far)."""
     workload = load_workload(folder)
     backend = CudaBackend()
-    for variant in ("naive", "expert"):
+    for variant in ("naive", "expert") if folder in CUDA_EXAMPLES else workload.kernel_variants():
         kernel = load_kernel(workload, variant)
         assert forbidden_in_source(kernel.source, kernel.allow_symbols, backend.denied_symbols) == []
         built = backend.build(kernel)
