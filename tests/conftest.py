@@ -39,6 +39,14 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture
+def spool_key(monkeypatch):
+    """The secret a spool's run and workers share (subprocesses inherit it)."""
+    key = "test-spool-key-7f3a9c1e5b"
+    monkeypatch.setenv("KLINEAGE_SPOOL_KEY", key)
+    return key.encode()
+
+
+@pytest.fixture
 def axpy():
     return load_workload(FIXTURES / "axpy")
 

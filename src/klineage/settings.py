@@ -8,7 +8,7 @@ from pathlib import Path
 
 __all__ = ["c_compiler", "cache_dir", "cuda_arch", "cuobjdump", "cxx_compiler", "nvcc", "nvdisasm"]
 __all__ += ["anthropic_base_url", "anthropic_model", "api_key", "brain_name", "config_path",
-            "openai_base_url", "openai_model"]
+            "openai_base_url", "openai_model", "spool_key"]
 
 
 def cache_dir() -> Path:
@@ -141,3 +141,10 @@ def api_key(provider: str) -> str | None:
     """``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``. Handed to the SDK only; never logged or stored."""
     variable = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}[provider]
     return os.environ.get(variable) or None
+
+
+def spool_key() -> bytes | None:
+    """The secret a spool's jobs and results are signed with (``KLINEAGE_SPOOL_KEY``), shared by
+    the run and its workers and by no one else who can write the spool folder."""
+    key = os.environ.get("KLINEAGE_SPOOL_KEY", "")
+    return key.encode() if key else None

@@ -29,6 +29,7 @@ from klineage.runs import Budget, RunDir
 from klineage.runs.budget import Charge
 from klineage.workload import load_kernel, load_workload
 
+pytestmark = pytest.mark.usefixtures("spool_key")
 CLI = [sys.executable, "-c", "from klineage.cli import main; main()"]
 
 

@@ -128,7 +128,7 @@ def test_feedback_is_trimmed_to_what_says_what_to_fix():
 
 
 def test_a_run_left_waiting_for_a_spool_resumes_without_asking_the_brain_again(
-        server, dot, dot_naive, library, null_gate, tmp_path):
+        server, dot, dot_naive, library, null_gate, tmp_path, spool_key):
     # --no-wait on a spool: the run stops at every gate job (after the brain answered), and
     # each resume takes the worker's results up; the brain is asked what an uninterrupted run
     # asks, once each, and each call is charged once.

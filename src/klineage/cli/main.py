@@ -307,7 +307,8 @@ def worker(
         help="Seconds after which a claim its worker stopped touching goes back to pending.")] = 600.0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Gate the jobs of a spool folder here, where the device is (a run elsewhere wrote them)."""
+    """Gate the jobs of a spool folder here, where the device is (a run elsewhere wrote them,
+    signed with KLINEAGE_SPOOL_KEY, the secret this worker shares with it)."""
     from klineage.executors.spool import serve
 
     def ran(job: str, outcome: str) -> None:

@@ -9,10 +9,16 @@ atomic rename: of several workers on one spool exactly one wins), gates it with 
 executor, and writes the same typed record a local run returns to ``DIR/done/`` (written aside,
 then renamed). A claim whose worker stopped touching it for ``stale_s`` goes back to pending.
 
-Nothing in a job is trusted by the worker but the workload and the kernel it gates, as the
-local gate trusts them: the job is data (no pickle), its files land only under a fresh folder
-(no absolute paths, no ``..``), and the workload's fingerprint must match its files. The
-submitting side accepts only a result whose hash is that of a job it wrote, once.
+Jobs and results are signed with a secret the run and its workers share (``KLINEAGE_SPOOL_KEY``,
+HMAC-SHA256; a result is bound to its job's name): whoever else can write the folder can neither
+forge a result (a wrong kernel shown ``accepted``) nor have a worker run a job (a job's workload
+runs its ``reference.py`` in the worker, as a workload does locally). A worker reads only regular
+files named by a job hash, no larger than a job can be, checks the signature before it parses
+anything, and moves what fails it to ``rejected/`` with the reason; every other failure of a job
+is a signed error result, never a crashed or hung worker. Writes go through the folder's own
+descriptor with no symlink followed. The job is data (no pickle): the workload is loaded from its
+files (its fingerprint must match) and the kernel's files must hash to what the job says. The
+submitting side accepts only a signed result of a job it wrote, once.
 
 While results are missing, ``map`` waits, saying every 30 s how many jobs wait and the command
 that drains them; with ``wait=False`` (``--no-wait``) it raises ``GateWaiting`` instead, once every
@@ -27,9 +33,12 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import hmac
 import json
 import os
+import re
 import socket
+import stat
 import tempfile
 import threading
 import time
@@ -38,20 +47,27 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
+from klineage import settings
 from klineage.backends import Backend, get_backend
 from klineage.errors import ConfigError, GateWaiting, KlineageError
 from klineage.executors.base import Item, Result
 from klineage.executors.local import LocalExecutor
-from klineage.workload import KernelSpec, Workload
+from klineage.workload import KernelSpec, Workload, load_workload
 
-__all__ = ["FORMAT", "SpoolExecutor", "job_record", "serve"]
+__all__ = ["FORMAT", "SpoolExecutor", "job_record", "serve", "signed"]
 
-FORMAT = "klineage-spool-job/1"
+FORMAT = "klineage-spool-job/2"
 MAX_JOB_BYTES = 64 << 20
 """A job's files, all together: a workload's reference and a kernel folder are kilobytes."""
+MAX_FILE_BYTES = MAX_JOB_BYTES * 4 // 3 + (1 << 20)
+"""A job file: its files in base64, and the record around them."""
+MAX_RESULT_BYTES = 16 << 20
 STALE_S = 600.0
 POLL_S = 0.5
-_FOLDERS = ("pending", "claimed", "done")
+_FOLDERS = ("pending", "claimed", "done", "rejected")
+_JOB_NAME = re.compile(r"[0-9a-f]{32}")
+_SIGNATURE = b"klineage-spool-signed/1 "
+"""A signed file's first line: this, then the HMAC-SHA256 of what follows, in hex."""
 
 
 def job_record(task: Any) -> dict[str, Any]:
@@ -60,8 +76,7 @@ def job_record(task: Any) -> dict[str, Any]:
     record = {
         "format": FORMAT,
         "mode": "compare" if task.compare_only else "gate",
-        "workload": {"model": workload.model_dump(mode="json", exclude={"root"}),
-                     "fingerprint": workload.fingerprint(),
+        "workload": {"quick": workload.quick, "fingerprint": workload.fingerprint(),
                      "files": _packed(workload.root, skip=("kernels",))},
         "kernel": _kernel_record(task.kernel),
         "against": _kernel_record(task.against) if task.against is not None else None,
@@ -81,9 +96,8 @@ class SpoolExecutor:
 
     def __init__(self, folder: Path, poll_s: float = POLL_S,
                  waiting: Callable[[str], None] | None = None, wait: bool = True):
-        self.folder = Path(folder)
-        for name in _FOLDERS:
-            (self.folder / name).mkdir(parents=True, exist_ok=True)
+        self.key = _key()
+        self.folder = _spool_folder(folder)
         self.poll_s = poll_s
         self.waiting = waiting or (lambda line: None)
         self.wait = wait
@@ -113,7 +127,7 @@ class SpoolExecutor:
             for name in list(waiting):
                 done = self.folder / "done" / f"{name}.json"
                 if done.is_file():
-                    result = _result_of(done, name)
+                    result = _result_of(done, name, self.key)
                     for index in waiting.pop(name):
                         yield index, result
             if waiting and not self.wait:
@@ -139,8 +153,8 @@ class SpoolExecutor:
         """The job's name; its file is in ``pending/`` unless ``done/`` answered it already."""
         record = job_record(task)
         if not (self.folder / "done" / f"{record['job']}.json").is_file():
-            _write_atomically(self.folder / "pending" / f"{record['job']}.json",
-                              json.dumps(record).encode())
+            _write_atomically(self.folder / "pending", f"{record['job']}.json",
+                              signed(self.key, b"job", json.dumps(record).encode()))
         return str(record["job"])
 
     def _here(self, job: Callable[[Item], Result], items: Sequence[Item]) -> Iterator[tuple[int, Result]]:
@@ -169,11 +183,11 @@ def serve(folder: Path, once: bool = False, stale_s: float = STALE_S, poll_s: fl
           on_job: Callable[[str, str], None] | None = None,
           stop: threading.Event | None = None) -> int:
     """Drain ``folder``'s pending jobs through the local executor; with ``once``, return when
-    none is left, else wait for more (until ``stop`` is set). Returns how many jobs it ran."""
-    folder = Path(folder)
-    for name in _FOLDERS:
-        (folder / name).mkdir(parents=True, exist_ok=True)
-    me = f"{socket.gethostname()}-{os.getpid()}-{threading.get_ident()}"
+    none is left, else wait for more (until ``stop`` is set). Returns how many jobs it ran (a
+    job whose signature fails is moved to ``rejected/``, not run, and not counted)."""
+    key = _key()
+    folder = _spool_folder(folder)
+    me = f"{socket.gethostname()}-{os.getpid()}-{threading.get_ident()}".replace(".", "_")
     ran = 0
     while stop is None or not stop.is_set():
         _requeue_stale(folder, stale_s)
@@ -184,15 +198,58 @@ def serve(folder: Path, once: bool = False, stale_s: float = STALE_S, poll_s: fl
             time.sleep(poll_s)
             continue
         name = claimed.name.split(".", 1)[0]
-        with _touching(claimed):
-            outcome = _run_claimed(claimed, name)
-        _write_atomically(folder / "done" / f"{name}.json", json.dumps(outcome).encode())
-        claimed.unlink(missing_ok=True)
+        with _touching(claimed, every_s=min(10.0, stale_s / 4)):
+            outcome = _run_claimed(claimed, name, key)
+        if outcome is None:  # not signed by a key holder: never run, never answered
+            _move_aside(folder, claimed, name, me)
+            continue
+        _write_atomically(folder / "done", f"{name}.json",
+                          signed(key, b"result\0" + name.encode(), json.dumps(outcome).encode()))
+        with contextlib.suppress(OSError):
+            claimed.unlink()
         ran += 1
         if on_job is not None:
             on_job(name, outcome.get("error") or outcome["result"].get("verdict")
                    or outcome["result"].get("decision", ""))
     return ran
+
+
+def signed(key: bytes, kind: bytes, body: bytes) -> bytes:
+    """``body`` with a first line that proves a key holder wrote it as ``kind`` (a job, or the
+    result of one named job: the kind binds it to that name)."""
+    mac = hmac.new(key, kind + b"\0" + body, hashlib.sha256).hexdigest().encode()
+    return _SIGNATURE + mac + b"\n" + body
+
+
+def _verified(key: bytes, kind: bytes, data: bytes) -> bytes | None:
+    """What a key holder signed as ``kind``, or None."""
+    head, newline, body = data.partition(b"\n")
+    if not newline or not head.startswith(_SIGNATURE):
+        return None
+    mac = hmac.new(key, kind + b"\0" + body, hashlib.sha256).hexdigest().encode()
+    return body if hmac.compare_digest(head[len(_SIGNATURE):], mac) else None
+
+
+def _spool_folder(folder: Path) -> Path:
+    """The spool with its four folders, each a real directory (one swapped for a symlink would
+    send a worker's writes, or its reads, somewhere else)."""
+    folder = Path(folder)
+    for name in _FOLDERS:
+        (folder / name).mkdir(parents=True, exist_ok=True)
+        if not stat.S_ISDIR((folder / name).lstat().st_mode):
+            raise ConfigError(f"spool {folder}: {name}/ is not a directory (a symlink?): refused")
+    return folder
+
+
+def _key() -> bytes:
+    key = settings.spool_key()
+    if key is None or len(key) < 16:
+        raise ConfigError("a spool needs KLINEAGE_SPOOL_KEY, a secret of 16 characters or more "
+                          "shared by the run and its workers and by no one else who can write the "
+                          "folder (jobs and results are signed with it); e.g. export "
+                          "KLINEAGE_SPOOL_KEY=$(python -c 'import secrets; print(secrets.token_hex(32))') "
+                          "on both sides")
+    return key
 
 
 # -- the submitting side ---------------------------------------------------------------------
@@ -228,13 +285,18 @@ def _hash(record: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def _result_of(done: Path, name: str) -> Any:
+def _result_of(done: Path, name: str, key: bytes) -> Any:
     """A worker's record for job ``name``, as the typed result a local run returns."""
     from klineage.gate import Comparison, GateReport
 
     try:
-        outcome = json.loads(done.read_text())
-    except (OSError, ValueError) as exc:
+        body = _verified(key, b"result\0" + name.encode(), _read_regular(done, MAX_RESULT_BYTES))
+        if body is None:
+            raise KlineageError(f"spool result {done}: not signed with this run's KLINEAGE_SPOOL_KEY "
+                                f"for job {name} (refused: anyone who can write the folder could "
+                                f"have put it there)")
+        outcome = json.loads(body)
+    except (OSError, ValueError, RecursionError) as exc:
         raise KlineageError(f"spool result {done}: unreadable ({exc})") from exc
     if not isinstance(outcome, dict) or outcome.get("job") != name:
         raise KlineageError(f"spool result {done}: not the result of job {name} (refused)")
@@ -247,15 +309,53 @@ def _result_of(done: Path, name: str) -> Any:
 # -- the worker's side -------------------------------------------------------------------------
 
 def _claim(folder: Path, me: str) -> Path | None:
+    """The oldest pending job, renamed into ``claimed/`` (of several workers exactly one wins).
+    Only regular files named ``<job hash>.json`` are jobs: anything else there (a directory, a
+    FIFO, a symlink, another name) is left alone."""
     for pending in sorted((folder / "pending").glob("*.json"), key=_age):
+        if not _JOB_NAME.fullmatch(pending.stem) or not _regular(pending):
+            continue
         claimed = folder / "claimed" / f"{pending.stem}.{me}.json"
         try:
             pending.rename(claimed)  # atomic: one worker of several wins
-        except FileNotFoundError:
+        except OSError:  # taken by another worker, or a cross-device claimed/
             continue
-        claimed.touch()
+        with contextlib.suppress(OSError):
+            os.utime(claimed, follow_symlinks=False)
         return claimed
     return None
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
+def _read_regular(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, read without following a symlink or blocking on a FIFO; refused
+    over ``limit``."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("not a regular file")
+        if info.st_size > limit:
+            raise ValueError(f"{info.st_size} bytes, more than {limit}")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read(limit + 1)
+    finally:
+        os.close(fd)
+
+
+def _move_aside(folder: Path, claimed: Path, name: str, me: str) -> None:
+    """A job no key holder signed: out of the queue, with a note saying why, never answered."""
+    with contextlib.suppress(OSError):
+        claimed.rename(folder / "rejected" / f"{name}.{me}.json")
+    _write_atomically(folder / "rejected", f"{name}.{me}.txt",
+                      b"not run: not a job this worker can read as signed with its "
+                      b"KLINEAGE_SPOOL_KEY (a wrong signature, too large, or not a regular file)\n")
 
 
 def _age(path: Path) -> float:
@@ -270,8 +370,8 @@ def _requeue_stale(folder: Path, stale_s: float) -> None:
     """Claims not touched for ``stale_s`` (their worker died) go back to pending."""
     now = time.time()
     for claimed in (folder / "claimed").glob("*.json"):
-        with contextlib.suppress(FileNotFoundError):
-            if now - claimed.stat().st_mtime > stale_s:
+        with contextlib.suppress(OSError):
+            if now - claimed.lstat().st_mtime > stale_s:
                 claimed.rename(folder / "pending" / f"{claimed.name.split('.', 1)[0]}.json")
 
 
@@ -282,8 +382,8 @@ def _touching(claimed: Path, every_s: float = 10.0) -> Iterator[None]:
 
     def touch() -> None:
         while not done.wait(every_s):
-            with contextlib.suppress(FileNotFoundError):
-                claimed.touch()
+            with contextlib.suppress(OSError):
+                os.utime(claimed, follow_symlinks=False)
 
     thread = threading.Thread(target=touch, daemon=True)
     thread.start()
@@ -294,13 +394,20 @@ def _touching(claimed: Path, every_s: float = 10.0) -> Iterator[None]:
         thread.join()
 
 
-def _run_claimed(claimed: Path, name: str) -> dict[str, Any]:
-    """The job's result record, or its error: a malformed job is refused, never run."""
+def _run_claimed(claimed: Path, name: str, key: bytes) -> dict[str, Any] | None:
+    """The job's result record, or its error; None for a file no key holder signed. Whatever
+    a signed job holds, the worker answers it: a malformed one is refused, never run."""
     from klineage.executors import using
     from klineage.gate.session import GateTask, run_task
 
     try:
-        record = json.loads(claimed.read_text())
+        body = _verified(key, b"job", _read_regular(claimed, MAX_FILE_BYTES))
+    except (OSError, ValueError):
+        return None
+    if body is None:
+        return None
+    try:
+        record = json.loads(body)
         if not isinstance(record, dict) or record.get("format") != FORMAT:
             raise ConfigError(f"not a {FORMAT} job")
         if record.get("job") != name or _hash(record) != name:
@@ -316,7 +423,7 @@ def _run_claimed(claimed: Path, name: str) -> dict[str, Any]:
                             compare_only=record.get("mode") == "compare")
             with using(LocalExecutor()):
                 result = run_task(task)
-    except (KlineageError, KeyError, TypeError, ValueError, OSError) as exc:
+    except Exception as exc:  # a signed job's mistake is its answer; the worker goes on
         return {"job": name, "error": f"{type(exc).__name__}: {exc}"[:2000]}
     return {"job": name, "mode": record.get("mode"), "result": result.model_dump(mode="json")}
 
@@ -334,8 +441,10 @@ def _unpack(files: Any, root: Path) -> None:
 
 
 def _unpacked_workload(record: dict[str, Any], root: Path) -> Workload:
+    """Loaded from its files, as a local run loads it: a job says nothing of the workload that
+    its workload.toml does not."""
     _unpack(record["files"], root)
-    workload = Workload.model_validate({**record["model"], "root": str(root)})
+    workload = load_workload(root, quick=bool(record["quick"]))
     if workload.fingerprint() != record["fingerprint"]:
         raise ConfigError("the workload's files do not match its fingerprint")
     return workload
@@ -361,11 +470,18 @@ def _options_from(record: dict[str, Any]) -> Any:
     return GateOptions(**{**record, "limits": limits})
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Written aside in the same folder, then renamed: a reader sees all of it or nothing. The
-    aside file's name is unique (not ``runs.write_atomic``'s one name per path): two runs may
-    submit the same job, and two workers' folders may be one."""
-    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".", suffix=".part", delete=False) as out:
-        out.write(data)
-    os.chmod(out.name, 0o644)  # a worker on a shared folder may be another user
-    os.replace(out.name, path)
+def _write_atomically(folder: Path, name: str, data: bytes) -> None:
+    """Written aside in ``folder``, then renamed: a reader sees all of it or nothing. Through the
+    folder's own descriptor, following no symlink (a ``done/`` made a link elsewhere is refused),
+    under a unique aside name (two runs may submit the same job, two workers share a folder)."""
+    directory = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    aside = f".{name}.{os.getpid()}.{threading.get_ident()}.{os.urandom(4).hex()}.part"
+    try:
+        fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644,
+                     dir_fd=directory)
+        os.fchmod(fd, 0o644)  # whatever the umask: a worker on a shared folder may be another user
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(aside, name, src_dir_fd=directory, dst_dir_fd=directory)
+    finally:
+        os.close(directory)
