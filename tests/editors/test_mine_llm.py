@@ -93,7 +93,7 @@ def test_server_down_mid_run_keeps_the_run_and_resume_finishes(tmp_path, null_ga
     with pytest.raises(BrainError,
                        match=r"cannot reach the brain.*continue it with klineage mine \S+ --resume") as info:
         _mine(tmp_path, _options(null_gate, server.url, brain="openai", admit_on=()))
-    run_path = info.value.args[0].rsplit("--resume ", 1)[1]
+    run_path = info.value.args[0].rsplit("--resume ", 1)[1].split()[0]  # then its gate flags
     events = [json.loads(line) for line in Path(run_path, "events.jsonl").read_text().splitlines()]
     assert events[-1]["event"] == "run_interrupted"
     before = [e["transition"]["feature"] for e in events if e["event"] == "step_accepted"]
