@@ -26,7 +26,7 @@ import klineage.workload.kernelbench
 EXPECTED = {
     klineage: ["__version__"],
     klineage.errors: ["BackendUnavailableError", "BrainError", "ComparisonFailed", "ConfigError",
-                      "DegenerateWorkloadError",
+                      "DegenerateWorkloadError", "GateWaiting",
                       "KlineageError", "LibraryError", "MachineLoadedError", "RunStopped",
                       "ToolchainError", "WorkerError",
                       "WorkloadError"],
@@ -49,7 +49,7 @@ EXPECTED = {
     klineage.backends: ["ALLOWED_FLAGS_HELP", "BACKEND_NAMES", "Backend", "BuildResult", "Ceilings", "Device",
                         "backend_for", "get_backend"],
     klineage.editors: ["Answer", "EditContext", "Editor", "MeteredEditor", "Proposal", "Usage",
-                       "get_editor"],
+                       "get_editor", "keep_exchanges"],
     klineage.lineage: ["Lineage", "ProposalRejected", "Rederivation", "Rederived", "Rejection",
                        "StepAccepted", "Transition", "WalkLimits", "WalkStopped", "audit_removal",
                        "backward_walk", "rederive_lineage"],
