@@ -280,3 +280,32 @@ def test_klineage_gate_through_a_spool_folder_with_a_worker_elsewhere(tmp_path):
     report = json.loads(proc.stdout)
     report = report[0] if isinstance(report, list) else report
     assert report["verdict"] == "accepted" and len(list((spool / "done").glob("*.json"))) == 1
+
+
+def test_a_result_that_is_no_verdict_stops_the_run_and_is_queued_again(tmp_path, spool_key):
+    # the worker's own failure, or a busy worker's unmeasurable time: never a method's verdict
+    from klineage.errors import WorkerError
+    from klineage.gate import Verdict
+
+    spool = tmp_path / "spool"
+    executor = SpoolExecutor(spool, poll_s=0.01, wait=False)
+    task = _task("plain")
+    name = job_record(task)["job"]
+    done = spool / "done" / f"{name}.json"
+
+    def answer(outcome: dict) -> None:
+        done.write_bytes(signed(spool_key, b"result\0" + name.encode(), json.dumps(outcome).encode()))
+
+    answer({"job": name, "error": "BackendUnavailableError: no GPU here"})
+    with pytest.raises(WorkerError, match=r"could not run job .*no GPU here.*queues the job again"):
+        dict(executor.map(run_task, [task]))
+    assert not done.exists()
+    busy = run_task(task).model_copy(update={"verdict": Verdict.UNMEASURABLE})
+    answer({"job": name, "mode": "gate", "result": busy.model_dump(mode="json")})
+    assert dict(executor.map(run_task, [task]))[0].verdict is Verdict.UNMEASURABLE
+    with pytest.raises(GateWaiting):  # asked again (patiently): gated again, not read again
+        dict(executor.map(run_task, [task]))
+    (spool / "rejected" / f"{name}.host-1.txt").write_text("not run")
+    (spool / "pending" / f"{name}.json").unlink()
+    with pytest.raises(WorkerError, match="KLINEAGE_SPOOL_KEY is not this run's"):
+        dict(executor.map(run_task, [task]))

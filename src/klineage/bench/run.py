@@ -40,6 +40,7 @@ from klineage.errors import (
     KlineageError,
     MachineLoadedError,
     RunStopped,
+    WorkerError,
 )
 from klineage.executors import current
 from klineage.gate import GateOptions
@@ -261,8 +262,8 @@ def _repeat(run: Run, workload: Workload, start_spec: Any, options: OptimizeOpti
             row = _row(outcome.record, str(outcome.run.path), reference)
         except RunStopped as exc:  # Ctrl-C: the bench stops, and says how to resume the bench
             raise KeyboardInterrupt from exc
-        except (MachineLoadedError, BrainError, GateWaiting):
-            raise  # noise, a brain gone, a spool not drained yet: the bench stops, resumable
+        except (MachineLoadedError, BrainError, GateWaiting, WorkerError):
+            raise  # noise, a brain gone, a spool not drained, a gate broken: the bench stops
         except KlineageError as exc:
             row = _failed_row(str(exc), reference)
         row.update(method=method, workload=workload.name, repeat=repeat, seed=run_seed)
@@ -300,10 +301,12 @@ def _judge_side_by_side(run: Run, workload: Workload, start_spec: Any, rows: lis
     if best:
         say(f"{workload.name}: judging {len(best)} best kernel(s) against the start, side by side")
         gate = run.gate(workload, options, progress=lambda s, d: None)
+        for folder in best.values():  # through a spool: every comparison in one round
+            gate.compare_ahead(start, KernelState.load(folder, workload))
         for fingerprint, folder in best.items():
             try:
                 judged[fingerprint] = 1 / gate.compare(start, KernelState.load(folder, workload)).ratio
-            except (MachineLoadedError, GateWaiting):
+            except (MachineLoadedError, GateWaiting, WorkerError):
                 raise  # the bench stops, resumable: no number of the row's
             except KlineageError as exc:  # the row keeps its run's number, and says why
                 judged[fingerprint] = None

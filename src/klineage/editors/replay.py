@@ -127,10 +127,14 @@ class KeptExchanges:
     def __init__(self, cassette: Cassette):
         self.cassette = cassette
         self._kept: dict[str, list[ChatReply]] = defaultdict(list)
-        if cassette.path.is_file():
-            for record in cassette.records():
-                if record.get("reply") is not None:
-                    self._kept[record["key"]].append(ChatReply(**record["reply"]))
+        lines = cassette.path.read_text().splitlines() if cassette.path.is_file() else []
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:  # a line a kill tore: that exchange is asked again
+                continue
+            if record.get("reply") is not None:
+                self._kept[record["key"]].append(ChatReply(**record["reply"]))
 
     def answered(self, request: ChatRequest) -> ChatReply | None:
         kept = self._kept.get(request.key())

@@ -49,7 +49,7 @@ from typing import Any
 
 from klineage import settings
 from klineage.backends import Backend, get_backend
-from klineage.errors import ConfigError, GateWaiting, KlineageError
+from klineage.errors import ConfigError, GateWaiting, WorkerError
 from klineage.executors.base import Item, Result
 from klineage.executors.local import LocalExecutor
 from klineage.workload import KernelSpec, Workload, load_workload
@@ -97,7 +97,7 @@ class SpoolExecutor:
     def __init__(self, folder: Path, poll_s: float = POLL_S,
                  waiting: Callable[[str], None] | None = None, wait: bool = True):
         self.key = _key()
-        self.folder = _spool_folder(folder)
+        self.folder = _spool_folder(folder).absolute()  # the resume command it prints works anywhere
         self.poll_s = poll_s
         self.waiting = waiting or (lambda line: None)
         self.wait = wait
@@ -128,8 +128,14 @@ class SpoolExecutor:
                 done = self.folder / "done" / f"{name}.json"
                 if done.is_file():
                     result = _result_of(done, name, self.key)
+                    if _unmeasurable(result):  # a verdict on the worker's load, not the kernel's:
+                        done.unlink(missing_ok=True)  # asked again, the job is gated again
                     for index in waiting.pop(name):
                         yield index, result
+                elif any((self.folder / "rejected").glob(f"{name}.*.txt")):
+                    raise WorkerError(f"spool {self.folder}: the worker set job {name} aside, unread "
+                                      f"(rejected/{name}.*.txt): its KLINEAGE_SPOOL_KEY is not this "
+                                      f"run's; give both the same key, then resume")
             if waiting and not self.wait:
                 raise self._waiting(len(waiting))
             if waiting and time.monotonic() - last_said > 30:
@@ -286,24 +292,36 @@ def _hash(record: dict[str, Any]) -> str:
 
 
 def _result_of(done: Path, name: str, key: bytes) -> Any:
-    """A worker's record for job ``name``, as the typed result a local run returns."""
+    """A worker's record for job ``name``, as the typed result a local run returns. A record that
+    is no verdict (unsigned, unreadable, the worker's own failure) is removed, so the job is
+    queued again, and stops the run as a ``WorkerError``: resumable, never a method's failure."""
     from klineage.gate import Comparison, GateReport
 
     try:
         body = _verified(key, b"result\0" + name.encode(), _read_regular(done, MAX_RESULT_BYTES))
         if body is None:
-            raise KlineageError(f"spool result {done}: not signed with this run's KLINEAGE_SPOOL_KEY "
-                                f"for job {name} (refused: anyone who can write the folder could "
-                                f"have put it there)")
+            raise _refused(done, f"not signed with this run's KLINEAGE_SPOOL_KEY for job {name} "
+                                 f"(anyone who can write the folder could have put it there)")
         outcome = json.loads(body)
     except (OSError, ValueError, RecursionError) as exc:
-        raise KlineageError(f"spool result {done}: unreadable ({exc})") from exc
+        raise _refused(done, f"unreadable ({exc})") from exc
     if not isinstance(outcome, dict) or outcome.get("job") != name:
-        raise KlineageError(f"spool result {done}: not the result of job {name} (refused)")
+        raise _refused(done, f"not the result of job {name}")
     if outcome.get("error"):
-        raise KlineageError(f"spool job {name}: the worker could not run it: {outcome['error']}")
+        raise _refused(done, f"the worker could not run job {name}: {outcome['error']}")
     model = Comparison if outcome.get("mode") == "compare" else GateReport
     return model.model_validate(outcome["result"])
+
+
+def _refused(done: Path, why: str) -> WorkerError:
+    with contextlib.suppress(OSError):
+        done.unlink()
+    return WorkerError(f"spool result {done}: {why}; removed, so a resume queues the job again")
+
+
+def _unmeasurable(result: Any) -> bool:
+    return getattr(getattr(result, "verdict", None), "value", None) == "unmeasurable" or (
+        getattr(result, "decision", None) == "unmeasurable")
 
 
 # -- the worker's side -------------------------------------------------------------------------

@@ -180,12 +180,18 @@ class GateSession:
     def _report_file(self, state: KernelState, profile: bool) -> Path:
         # The same source may be gated against several workloads (admission): key by both.
         name = f"gate-{self.workload.name}-{self.key}{'-profile' if profile else ''}.json"
-        return self._gate_dir(state) / name
+        return self._kept(state, name)
 
-    def _gate_dir(self, state: KernelState) -> Path:
+    def _kept(self, state: KernelState, name: str) -> Path:
+        """Where the gate's record ``name`` of a state is kept: ``gates/<fp>/``, or, in a run made
+        before reports moved there, beside the source where that run kept it (resumed, such a
+        run would gate and charge every state again)."""
+        earlier = self.run.state_dir(state.fingerprint) / name
+        if earlier.is_file():
+            return earlier
         folder = self.run.gate_dir(state.fingerprint)
         folder.mkdir(parents=True, exist_ok=True)
-        return folder
+        return folder / name
 
     def _task(self, state: KernelState, options: GateOptions,
               baseline: KernelState | None = None) -> GateTask:
@@ -210,8 +216,7 @@ class GateSession:
             current().ahead(run_task, [task], device_of(task.backend))
 
     def _compare_file(self, baseline: KernelState, candidate: KernelState) -> Path:
-        key = f"compare-{self.workload.name}-{self.key}-{baseline.fingerprint}.json"
-        return self._gate_dir(candidate) / key
+        return self._kept(candidate, f"compare-{self.workload.name}-{self.key}-{baseline.fingerprint}.json")
 
     def compare(self, baseline: KernelState, candidate: KernelState) -> Comparison:
         """Paired timing; ratio = time(candidate) / time(baseline)."""

@@ -117,10 +117,9 @@ def _run_cards(run_path: Path) -> list[SkillCard]:
 
 def _state(run_path: Path, lineage: Lineage, fingerprint: str) -> StateView:
     view = StateView(fingerprint=fingerprint, label=fingerprint[:8])
-    gates = RunDir(run_path).gate_dir(fingerprint)
-    if not gates.is_dir():  # a run made before reports moved out of the kernel folders
-        gates = RunDir(run_path).state_dir(fingerprint)
-    plain, profiled = _gate_reports(gates, lineage.workload)
+    plain, profiled = _gate_reports(RunDir(run_path).gate_dir(fingerprint), lineage.workload)
+    if plain is None and profiled is None:  # a run made before reports moved out of states/
+        plain, profiled = _gate_reports(RunDir(run_path).state_dir(fingerprint), lineage.workload)
     report = plain or profiled
     if report is not None:
         view.verdict, view.reason = report.verdict.value, report.reason

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from pydantic import ConfigDict, Field, ValidationError
 
-from klineage.errors import BrainError, ConfigError, GateWaiting, MachineLoadedError, RunStopped
+from klineage.errors import BrainError, ConfigError, GateWaiting, MachineLoadedError, RunStopped, WorkerError
 from klineage.runs.budget import Budget, Charge, Meter
 from klineage.runs.events import Event, RunInterrupted, RunStarted, Tagged, now
 from klineage.runs.rundir import RunDir, new_run_id, write_atomic
@@ -147,7 +147,7 @@ class Run(RunDir):
                 self.log(RunInterrupted(reason="interrupted (Ctrl-C)"))
                 raise RunStopped(f"interrupted{KEPT_AT}{self.path}: continue it with {resume_command}",
                                  interrupted=True) from None
-            except (BrainError, MachineLoadedError) as exc:
+            except (BrainError, MachineLoadedError, WorkerError) as exc:
                 # A child run's stop names the child's resume: the command that works is ours.
                 cause = str(exc).split(KEPT_AT)[0].rstrip(".")
                 self.log(RunInterrupted(reason=cause))
@@ -212,11 +212,13 @@ def check_resume(path: Path, expected: type[M], workload: Workload | None = None
     if gate is not None and meta.gate is not None and gate.sizing() != meta.gate:
         other = sorted(k for k in {*meta.gate, *gate.sizing()}
                        if meta.gate.get(k) != gate.sizing().get(k))
+        same = resume_command(meta.kind, path, meta.workload, meta.sizing == "quick", meta.gate)
+        how = (f"resume it with the same ones: {same}" if set(other) <= {"backend", "threads"}
+               else "resume it the way it was started (these are no command-line flags: a script, "
+                    "or the demo, set them)")
         raise ConfigError(f"{path}: this run was started with other gate options ("
                           + ", ".join(f"{k}: {meta.gate.get(k)!r}, now {gate.sizing().get(k)!r}"
-                                      for k in other)
-                          + "); resume it with the same ones (" + resume_command(
-                              meta.kind, path, meta.workload, meta.sizing == "quick", meta.gate) + ")")
+                                      for k in other) + f"); {how}")
     if finished is not None and RunDir.open(path).events(finished):
         raise ConfigError(f"{path}: this {meta.kind} run is finished, and its results stay as they "
                           f"are (klineage report {path} shows them); start a new run to measure again")
@@ -228,8 +230,9 @@ def read_meta(path: Path, expected: type[M]) -> M:
     raw = RunDir.open(path).meta
     kind = raw.get("kind")
     if kind != expected.tag():
-        hint = (f"; continue it with klineage {kind} {raw.get('workload')} --resume {path}"
-                if kind in ("mine", "optimize") else "")
+        command = resume_command(str(kind), path, raw.get("workload"), raw.get("sizing") == "quick",
+                                 raw.get("gate"))
+        hint = f"; continue it with {command}" if kind in ("mine", "optimize") else ""
         raise ConfigError(f"{path} is {_a(str(kind))} run, not {_a(expected.tag())} run{hint}")
     try:
         return expected.model_validate(raw)
