@@ -62,7 +62,7 @@ def test_a_selection_is_judged_as_a_set_with_its_indices_by_rule(tmp_path, quick
 
 @pytest.mark.parametrize(("old", "new", "message"), [
     ('indexes = "x:values"', 'indexes = "y:values"', "'y' is not an input"),
-    ('indexes = "x:values"', 'indexes = "x:indices"', "'indices' is not another output"),
+    ('indexes = "x:values"', 'indexes = "x:indices"', "'indices' is not another output of values"),
     ('dtype = "int64"', 'dtype = "float32"', "indices are integers, not float32"),
     ('order = "free"', 'order = "any"', "must be 'fixed' or 'free'"),
 ])

@@ -180,6 +180,8 @@ def _tensors(fields: _Fields, raw: Any, section: str, axes: dict[str, int]) -> t
         order = body.get("order", "fixed")
         if order not in ("fixed", "free"):
             raise fields.fail(f"{field}.order", f"must be 'fixed' or 'free', got {order!r}")
+        if (order == "free" or body.get("indexes")) and not body.get("shape"):
+            raise fields.fail(f"{field}.shape", "a row-wise output needs at least one dim")
         indexes = fields.typed(body.get("indexes", ""), str, f"{field}.indexes", "'INPUT:VALUES'")
         if indexes and not dtype.startswith(("int", "uint")):
             raise fields.fail(f"{field}.indexes", f"indices are integers, not {dtype}")
@@ -198,8 +200,9 @@ def _check_indexes(fields: _Fields, inputs: tuple[TensorSpec, ...], outputs: tup
         field = f"outputs.{spec.name}.indexes"
         if source not in {t.name for t in inputs}:
             raise fields.fail(field, f"{source!r} is not an input (expected 'INPUT:VALUES')")
-        if values not in {t.name for t in outputs} or values == spec.name:
-            raise fields.fail(field, f"{values!r} is not another output (expected 'INPUT:VALUES')")
+        if values not in {t.name for t in outputs} or by_name[values].indexes:
+            raise fields.fail(field, f"{values!r} is not another output of values (expected "
+                                     f"'INPUT:VALUES')")
         if by_name[values].shape != spec.shape:
             raise fields.fail(field, f"output {values!r} must have the indices' shape {list(spec.shape)}")
 
